@@ -1,0 +1,147 @@
+"""Binlog positions and the rule that advances them: once per completed transaction.
+
+A :class:`BinlogPosition` names a transaction boundary: the binlog file and offset just past the last completed
+transaction, the executed GTID set including it, and its timestamp. Resuming from a position never replays a
+completed transaction and never skips one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ._gtid import GtidSet
+from ._protocol._events import (
+    Event,
+    GtidEvent,
+    MariadbGtidEvent,
+    MariadbGtidListEvent,
+    PreviousGtidsEvent,
+    QueryEvent,
+    RotateEvent,
+    TransactionPayloadEvent,
+    XaPrepareEvent,
+    XidEvent,
+)
+
+__all__ = ["BinlogPosition", "PositionTracker"]
+
+_U32 = 1 << 32
+
+
+@dataclass(frozen=True, slots=True)
+class BinlogPosition:
+    """A transaction boundary in the binlog.
+
+    ``file``/``offset``: where the next transaction starts (resume here in file/position mode).
+    ``gtid_set``: every transaction executed up to here (resume here in GTID mode), or None when unknown.
+    ``timestamp``: header timestamp of the last completed transaction's final event (0 if none yet).
+    """
+
+    file: str
+    offset: int
+    gtid_set: GtidSet | None = None
+    timestamp: int = 0
+
+    def __str__(self) -> str:
+        gtids = f" gtids [{self.gtid_set}]" if self.gtid_set is not None else ""
+        return f"{self.file}:{self.offset}{gtids}"
+
+
+def _statement_kind(query: str) -> str:
+    q = query.lstrip()[:16].upper()
+    if q.startswith("BEGIN") or q.startswith("XA START") or q.startswith("START TRANSACTION"):
+        return "begin"
+    if q.startswith("SAVEPOINT") or q.startswith("ROLLBACK TO") or q.startswith("RELEASE"):
+        return "inside"
+    if q.startswith("COMMIT") or q.startswith("ROLLBACK"):
+        return "end"
+    if q.startswith("XA END"):
+        return "inside"
+    return "statement"
+
+
+class PositionTracker:
+    """Follows a stream of events and moves :attr:`position` at each completed transaction.
+
+    A transaction completes with XID, a COMMIT/ROLLBACK query, XA_PREPARE, or a statement outside BEGIN
+    (DDL, and anything MariaDB marks standalone). A GTID becomes executed only then. The 32-bit ``log_pos``
+    of binlogs larger than 4 GiB wraps; the tracker corrects it from the event sizes.
+    """
+
+    def __init__(self, position: BinlogPosition) -> None:
+        self.position = position
+        self.file = position.file
+        self.offset = position.offset  # end of the last event seen
+        self.gtid_set: GtidSet | None = position.gtid_set
+        self.in_transaction = False
+        self._pending: object | None = None
+        self._began = False
+
+    def _advance(self, event: Event) -> None:
+        log_pos = event.log_pos
+        if log_pos == 0:  # artificial events (fake ROTATE, payload inner events) carry no position
+            return
+        expected = self.offset + event.size
+        if expected >= _U32 and log_pos == expected % _U32:
+            self.offset = expected  # log_pos wrapped past 4 GiB
+        else:
+            self.offset = log_pos
+
+    def update(self, event: Event) -> bool:
+        """Account for one event (in stream order). Returns True when it completed a transaction."""
+        if isinstance(event, RotateEvent):
+            self.file = event.next_file
+            self.offset = event.position
+            if not self.in_transaction:
+                self.position = replace(self.position, file=self.file, offset=self.offset)
+            return False
+        if event.in_payload:
+            return False  # accounted for with its TRANSACTION_PAYLOAD event
+        self._advance(event)
+        if isinstance(event, TransactionPayloadEvent):
+            completed = False
+            for inner in event.events:
+                completed = self._transaction_logic(inner) or completed
+            if completed:
+                self._commit(event)
+            return completed
+        if self._transaction_logic(event):
+            self._commit(event)
+            return True
+        return False
+
+    def _transaction_logic(self, event: Event) -> bool:
+        """Update transaction state; True when ``event`` completes a transaction."""
+        if isinstance(event, (GtidEvent, MariadbGtidEvent)):
+            self._pending = event.gtid
+            self.in_transaction = True
+            self._began = bool(isinstance(event, MariadbGtidEvent) and not event.standalone)
+            return False
+        if isinstance(event, QueryEvent):
+            kind = _statement_kind(event.query)
+            if kind == "begin":
+                self.in_transaction = True
+                self._began = True
+                return False
+            if kind == "inside":
+                return False
+            return kind == "end" or not self._began
+        if isinstance(event, (XidEvent, XaPrepareEvent)):
+            return True
+        if isinstance(event, (PreviousGtidsEvent, MariadbGtidListEvent)):
+            # Only when the caller gave no GTID set: what came before this file (read from its start).
+            if self.gtid_set is None:
+                self.gtid_set = event.gtid_set
+                self.position = replace(self.position, gtid_set=event.gtid_set)
+            return False
+        return False
+
+    def _commit(self, event: Event) -> None:
+        pending = self._pending
+        if pending is not None and self.gtid_set is not None:
+            # unknown history (gtid_set None) stays unknown: a partial set would claim too little
+            self.gtid_set = self.gtid_set.add(pending)  # type: ignore[arg-type]
+        self._pending = None
+        self.in_transaction = False
+        self._began = False
+        self.position = BinlogPosition(self.file, self.offset, self.gtid_set, event.timestamp)

@@ -1,0 +1,434 @@
+"""Decoded binlog events.
+
+Every event carries its common header (``timestamp``, ``type_code``, ``server_id``, ``size``, ``log_pos``,
+``flags``) and, when known, ``offset`` (byte offset of the event's start in its binlog file) and ``file``.
+Row events keep their raw bytes and decode rows only when ``rows`` is first read (then cache them), so routing
+and filtering by table costs nothing per row.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ._constants import EventType, event_type_name
+
+if TYPE_CHECKING:
+    from .._gtid import MariaDBGtid, MariaDBGtidSet, MySQLGtid, MySQLGtidSet
+    from ._table import TableMap
+
+__all__ = [
+    "AnnotateRowsEvent",
+    "BinlogCheckpointEvent",
+    "DeleteRowsEvent",
+    "Event",
+    "FormatDescriptionEvent",
+    "GtidEvent",
+    "HeartbeatEvent",
+    "IncidentEvent",
+    "IntvarEvent",
+    "MariadbGtidEvent",
+    "MariadbGtidListEvent",
+    "OtherEvent",
+    "PartialUpdateRowsEvent",
+    "PreviousGtidsEvent",
+    "QueryEvent",
+    "RandEvent",
+    "RotateEvent",
+    "RowsEvent",
+    "RowsQueryEvent",
+    "StopEvent",
+    "TableMapEvent",
+    "TransactionPayloadEvent",
+    "UpdateRowsEvent",
+    "UserVarEvent",
+    "WriteRowsEvent",
+    "XaPrepareEvent",
+    "XidEvent",
+]
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class Event:
+    """Base of all events: the 19-byte common header plus location."""
+
+    timestamp: int
+    type_code: int
+    server_id: int
+    size: int
+    log_pos: int
+    flags: int
+    offset: int | None = None
+    file: str | None = None
+    in_payload: bool = False  # an inner event of a TRANSACTION_PAYLOAD (no checksum, log_pos 0)
+
+    @property
+    def type_name(self) -> str:
+        return event_type_name(self.type_code)
+
+    @property
+    def datetime(self) -> datetime.datetime:
+        """The header timestamp as an aware UTC datetime."""
+        return datetime.datetime.fromtimestamp(self.timestamp, datetime.UTC)
+
+    def describe(self) -> str:
+        """One line of human-readable detail (used by ``mybinlog dump``)."""
+        return ""
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class FormatDescriptionEvent(Event):
+    binlog_version: int
+    server_version: str
+    create_timestamp: int
+    header_length: int
+    post_header_lengths: bytes
+    checksum_alg: int | None  # None: server predates checksums (< 5.6.1 / MariaDB < 5.3)
+
+    @property
+    def is_mariadb(self) -> bool:
+        return "mariadb" in self.server_version.lower()
+
+    def describe(self) -> str:
+        alg = {None: "n/a", 0: "NONE", 1: "CRC32"}.get(self.checksum_alg, str(self.checksum_alg))
+        return f"server {self.server_version}, binlog v{self.binlog_version}, checksum {alg}"
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class RotateEvent(Event):
+    position: int
+    next_file: str
+
+    def describe(self) -> str:
+        return f"next file {self.next_file} at {self.position}"
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class StopEvent(Event):
+    pass
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class QueryEvent(Event):
+    thread_id: int
+    exec_time: int
+    error_code: int
+    schema: str
+    query: str
+    charset_client: int | None = None
+    sql_mode: int | None = None
+    compressed: bool = False
+
+    def describe(self) -> str:
+        return f"`{self.schema}` {self.query}" if self.schema else self.query
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class XidEvent(Event):
+    xid: int
+
+    def describe(self) -> str:
+        return f"xid {self.xid}"
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class GtidEvent(Event):
+    """MySQL GTID_LOG_EVENT / ANONYMOUS_GTID_LOG_EVENT / GTID_TAGGED_LOG_EVENT.
+
+    ``gtid`` is None for anonymous transactions. Timestamps are microseconds since the epoch (0 when absent).
+    """
+
+    gtid: MySQLGtid | None
+    commit_flag: bool
+    last_committed: int | None = None
+    sequence_number: int | None = None
+    immediate_commit_timestamp: int = 0
+    original_commit_timestamp: int = 0
+    transaction_length: int = 0
+    immediate_server_version: int = 0
+    original_server_version: int = 0
+    commit_group_ticket: int = 0
+
+    @property
+    def anonymous(self) -> bool:
+        return self.gtid is None
+
+    def describe(self) -> str:
+        return f"GTID {self.gtid}" if self.gtid is not None else "anonymous GTID"
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class MariadbGtidEvent(Event):
+    """MariaDB GTID_EVENT: starts an event group (instead of BEGIN) or marks a standalone statement."""
+
+    FL_STANDALONE: ClassVar[int] = 1
+    FL_GROUP_COMMIT_ID: ClassVar[int] = 2
+    FL_TRANSACTIONAL: ClassVar[int] = 4
+    FL_ALLOW_PARALLEL: ClassVar[int] = 8
+    FL_WAITED: ClassVar[int] = 16
+    FL_DDL: ClassVar[int] = 32
+    FL_PREPARED_XA: ClassVar[int] = 64
+    FL_COMPLETED_XA: ClassVar[int] = 128
+
+    gtid: MariaDBGtid
+    gtid_flags: int
+    commit_id: int | None = None
+    xa_format_id: int | None = None
+    xa_gtrid: bytes | None = None
+    xa_bqual: bytes | None = None
+
+    @property
+    def standalone(self) -> bool:
+        return bool(self.gtid_flags & self.FL_STANDALONE)
+
+    @property
+    def is_ddl(self) -> bool:
+        return bool(self.gtid_flags & self.FL_DDL)
+
+    def describe(self) -> str:
+        extra = " standalone" if self.standalone else ""
+        if self.is_ddl:
+            extra += " ddl"
+        return f"GTID {self.gtid}{extra}"
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class PreviousGtidsEvent(Event):
+    gtid_set: MySQLGtidSet
+
+    def describe(self) -> str:
+        return f"previous GTIDs [{self.gtid_set}]"
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class MariadbGtidListEvent(Event):
+    gtid_set: MariaDBGtidSet
+    list_flags: int = 0
+
+    def describe(self) -> str:
+        return f"GTID list [{self.gtid_set}]"
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class BinlogCheckpointEvent(Event):
+    checkpoint_file: str
+
+    def describe(self) -> str:
+        return f"checkpoint {self.checkpoint_file}"
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class TableMapEvent(Event):
+    table_id: int
+    table: TableMap
+
+    @property
+    def schema(self) -> str:
+        return self.table.schema
+
+    @property
+    def table_name(self) -> str:
+        return self.table.name
+
+    def describe(self) -> str:
+        return f"table_id {self.table_id} `{self.table.schema}`.`{self.table.name}` ({self.table.column_count} columns)"
+
+
+MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING", "__slots__": ()})()
+"""Stands for a column absent from a row image (binlog_row_image=MINIMAL/NOBLOB), distinct from NULL (None)."""
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class RowsEvent(Event):
+    """Base of WRITE/UPDATE/DELETE rows events (v1, v2, MariaDB compressed).
+
+    ``rows`` is a list of tuples of column values (for updates: a list of ``(before, after)`` pairs of tuples),
+    decoded on first access. Columns missing from a minimal image are :data:`MISSING`.
+    """
+
+    kind: ClassVar[str] = ""
+
+    table_id: int
+    rows_flags: int
+    table: TableMap
+    body: bytes
+    rows_start: int
+    rows_end: int
+    present: int  # bitmap of columns present in the (before) image
+    present_after: int  # bitmap for the after image (updates), equal to present otherwise
+    _rows: list[Any] | None = field(default=None, repr=False)
+
+    @property
+    def schema(self) -> str:
+        return self.table.schema
+
+    @property
+    def table_name(self) -> str:
+        return self.table.name
+
+    @property
+    def columns(self) -> tuple[str | None, ...]:
+        return self.table.column_names
+
+    @property
+    def rows(self) -> list[Any]:
+        rows = self._rows
+        if rows is None:
+            rows = self._rows = self.table.decode_rows(self)
+        return rows
+
+    def describe(self) -> str:
+        return f"`{self.table.schema}`.`{self.table.name}` table_id {self.table_id}"
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class WriteRowsEvent(RowsEvent):
+    kind: ClassVar[str] = "insert"
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class UpdateRowsEvent(RowsEvent):
+    kind: ClassVar[str] = "update"
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class PartialUpdateRowsEvent(UpdateRowsEvent):
+    """MySQL 8.0 PARTIAL_UPDATE_ROWS_EVENT (binlog_row_value_options=PARTIAL_JSON).
+
+    In after images, JSON columns updated in place hold a list of :class:`JsonDiff` instead of a document;
+    ``apply_json_diffs(before_value, diffs)`` rebuilds the new document.
+    """
+
+    kind: ClassVar[str] = "update"
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class DeleteRowsEvent(RowsEvent):
+    kind: ClassVar[str] = "delete"
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class RowsQueryEvent(Event):
+    query: str
+
+    def describe(self) -> str:
+        return self.query
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class AnnotateRowsEvent(Event):
+    query: str
+
+    def describe(self) -> str:
+        return self.query
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class HeartbeatEvent(Event):
+    """HEARTBEAT_LOG_EVENT (v1: position in the header's log_pos) and HEARTBEAT_LOG_EVENT_V2."""
+
+    log_file: str
+    position: int
+    version: int = 1
+
+    def describe(self) -> str:
+        return f"heartbeat {self.log_file}:{self.position}"
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class TransactionPayloadEvent(Event):
+    """MySQL 8.0.20+ compressed transaction; ``events`` are the decoded inner events (no checksums, log_pos 0)."""
+
+    compression_type: int
+    payload_size: int
+    uncompressed_size: int
+    events: list[Event]
+
+    def describe(self) -> str:
+        kind = {0: "zstd", 255: "none"}.get(self.compression_type, str(self.compression_type))
+        return f"{kind} {self.payload_size} -> {self.uncompressed_size} bytes, {len(self.events)} events"
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class XaPrepareEvent(Event):
+    one_phase: bool
+    format_id: int
+    gtrid: bytes
+    bqual: bytes
+
+    def describe(self) -> str:
+        return f"XA PREPARE {self.gtrid!r},{self.bqual!r},{self.format_id}" + (" ONE PHASE" if self.one_phase else "")
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class IntvarEvent(Event):
+    INVALID_INT: ClassVar[int] = 0
+    LAST_INSERT_ID: ClassVar[int] = 1
+    INSERT_ID: ClassVar[int] = 2
+
+    intvar_type: int
+    value: int
+
+    def describe(self) -> str:
+        name = {1: "LAST_INSERT_ID", 2: "INSERT_ID"}.get(self.intvar_type, str(self.intvar_type))
+        return f"{name}={self.value}"
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class RandEvent(Event):
+    seed1: int
+    seed2: int
+
+    def describe(self) -> str:
+        return f"rand seeds {self.seed1},{self.seed2}"
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class UserVarEvent(Event):
+    name: str
+    is_null: bool
+    value_type: int | None = None
+    charset: int | None = None
+    value: bytes | None = None
+    var_flags: int = 0
+
+    def describe(self) -> str:
+        return f"@`{self.name}`" + ("=NULL" if self.is_null else f"={self.value!r}")
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class IncidentEvent(Event):
+    incident: int
+    message: str
+
+    def describe(self) -> str:
+        return f"incident {self.incident}: {self.message}"
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class OtherEvent(Event):
+    """A known event type with no structured decoding here (e.g. legacy LOAD DATA events, ignorable events,
+    group replication's TRANSACTION_CONTEXT/VIEW_CHANGE). ``body`` holds the raw body without checksum."""
+
+    body: bytes
+
+    def describe(self) -> str:
+        return f"{len(self.body)} bytes"
+
+
+ROWS_EVENT_CLASSES: dict[int, type[RowsEvent]] = {
+    EventType.WRITE_ROWS_EVENT_V1: WriteRowsEvent,
+    EventType.UPDATE_ROWS_EVENT_V1: UpdateRowsEvent,
+    EventType.DELETE_ROWS_EVENT_V1: DeleteRowsEvent,
+    EventType.WRITE_ROWS_EVENT: WriteRowsEvent,
+    EventType.UPDATE_ROWS_EVENT: UpdateRowsEvent,
+    EventType.DELETE_ROWS_EVENT: DeleteRowsEvent,
+    EventType.PARTIAL_UPDATE_ROWS_EVENT: PartialUpdateRowsEvent,
+    EventType.WRITE_ROWS_COMPRESSED_EVENT_V1: WriteRowsEvent,
+    EventType.UPDATE_ROWS_COMPRESSED_EVENT_V1: UpdateRowsEvent,
+    EventType.DELETE_ROWS_COMPRESSED_EVENT_V1: DeleteRowsEvent,
+    EventType.WRITE_ROWS_COMPRESSED_EVENT: WriteRowsEvent,
+    EventType.UPDATE_ROWS_COMPRESSED_EVENT: UpdateRowsEvent,
+    EventType.DELETE_ROWS_COMPRESSED_EVENT: DeleteRowsEvent,
+}

@@ -1,0 +1,548 @@
+"""TABLE_MAP parsing and per-table compiled row decoders.
+
+A :class:`TableMap` is parsed once per distinct TABLE_MAP body (the decoder caches it by its raw bytes, so the
+table-map event that precedes every rows event costs a dict lookup). Row images are decoded by a Python function
+generated for the table's exact column layout: no per-column dispatch, no per-row dict, one tuple per row.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .._exceptions import DecodeError
+from ._constants import (
+    CHARACTER_TYPES,
+    NUMERIC_TYPES,
+    ColumnType,
+    OptionalMetadata,
+    collation_codec,
+)
+from ._events import MISSING
+from ._jsonb import decode_json_diff, decode_jsonb
+from ._reader import read_packed_int
+from ._values import (
+    decode_date,
+    decode_datetime2,
+    decode_datetime_old,
+    decode_decimal,
+    decode_time2,
+    decode_time_old,
+    decode_timestamp2,
+    decode_timestamp_old,
+)
+
+if TYPE_CHECKING:
+    from ._events import RowsEvent
+
+__all__ = ["ColumnInfo", "TableMap", "parse_table_map_body"]
+
+_TYPE_NAMES = {t.value: t.name.lower() for t in ColumnType}
+
+
+class ColumnInfo:
+    """What the binlog says about one column (names and charsets only with binlog_row_metadata=FULL)."""
+
+    __slots__ = (
+        "charset",
+        "enum_values",
+        "geometry_type",
+        "index",
+        "length",
+        "meta",
+        "name",
+        "nullable",
+        "primary_key",
+        "real_type",
+        "set_values",
+        "type",
+        "unsigned",
+        "visible",
+    )
+
+    def __init__(self, index: int, type_code: int, meta: int, nullable: bool) -> None:
+        self.index = index
+        self.type = type_code  # as written in the table map (ENUM/SET appear as STRING there)
+        self.meta = meta
+        self.nullable = nullable
+        self.real_type = type_code
+        self.length = 0  # max length in bytes (strings), pack length (enum/set/blob), precision...
+        self.name: str | None = None
+        self.unsigned: bool | None = None
+        self.charset: int | None = None
+        self.enum_values: tuple[str, ...] | None = None
+        self.set_values: tuple[str, ...] | None = None
+        self.geometry_type: int | None = None
+        self.primary_key = False
+        self.visible = True
+        if type_code == ColumnType.STRING:
+            b0, b1 = meta >> 8, meta & 0xFF
+            if (b0 & 0x30) != 0x30:
+                self.length = b1 | (((b0 & 0x30) ^ 0x30) << 4)
+                self.real_type = b0 | 0x30
+            else:
+                self.length = b1
+                self.real_type = b0
+            if self.real_type not in (ColumnType.ENUM, ColumnType.SET, ColumnType.STRING):
+                self.real_type = ColumnType.STRING
+        elif type_code in (ColumnType.ENUM, ColumnType.SET):
+            self.length = meta & 0xFF
+        else:
+            self.length = meta
+
+    @property
+    def type_name(self) -> str:
+        return _TYPE_NAMES.get(self.real_type, str(self.real_type))
+
+    def __repr__(self) -> str:
+        return f"ColumnInfo({self.index}, {self.name!r}, {self.type_name}, meta={self.meta})"
+
+
+# Metadata bytes per column type in TABLE_MAP.
+_META_LEN = {
+    ColumnType.FLOAT: 1,
+    ColumnType.DOUBLE: 1,
+    ColumnType.BLOB: 1,
+    ColumnType.TINY_BLOB: 1,
+    ColumnType.MEDIUM_BLOB: 1,
+    ColumnType.LONG_BLOB: 1,
+    ColumnType.GEOMETRY: 1,
+    ColumnType.JSON: 1,
+    ColumnType.VECTOR: 1,
+    ColumnType.TIMESTAMP2: 1,
+    ColumnType.DATETIME2: 1,
+    ColumnType.TIME2: 1,
+    ColumnType.VARCHAR: 2,
+    ColumnType.VAR_STRING: 2,
+    ColumnType.BIT: 2,
+    ColumnType.NEWDECIMAL: 2,
+    ColumnType.STRING: 2,
+    ColumnType.ENUM: 2,
+    ColumnType.SET: 2,
+}
+_BIG_ENDIAN_META = frozenset({ColumnType.NEWDECIMAL, ColumnType.STRING, ColumnType.ENUM, ColumnType.SET, ColumnType.BIT})
+
+
+class TableMap:
+    """A table as described by a TABLE_MAP event, with compiled row decoders."""
+
+    __slots__ = (
+        "_decoders",
+        "column_count",
+        "column_names",
+        "columns",
+        "has_full_metadata",
+        "name",
+        "primary_key",
+        "schema",
+        "table_flags",
+    )
+
+    def __init__(self, schema: str, name: str, columns: list[ColumnInfo], table_flags: int) -> None:
+        self.schema = schema
+        self.name = name
+        self.columns = tuple(columns)
+        self.column_count = len(columns)
+        self.column_names: tuple[str | None, ...] = tuple(c.name for c in columns)
+        self.primary_key: tuple[int, ...] = tuple(c.index for c in columns if c.primary_key)
+        self.has_full_metadata = all(c.name is not None for c in columns) and bool(columns)
+        self.table_flags = table_flags
+        self._decoders: dict[tuple[int, int, int], Callable[[bytes, int, int], list[Any]]] = {}
+
+    def __repr__(self) -> str:
+        return f"TableMap({self.schema!r}.{self.name!r}, {self.column_count} columns)"
+
+    # -- row decoding -------------------------------------------------------------------------------------
+    def decode_rows(self, event: RowsEvent) -> list[Any]:
+        mode = 0 if event.kind != "update" else (2 if type(event).__name__ == "PartialUpdateRowsEvent" else 1)
+        key = (mode, event.present, event.present_after)
+        fn = self._decoders.get(key)
+        if fn is None:
+            fn = self._decoders[key] = _compile(self, mode, event.present, event.present_after)
+        try:
+            return fn(event.body, event.rows_start, event.rows_end)
+        except DecodeError as exc:
+            raise exc.locate(file=event.file, offset=event.offset) from None
+        except (IndexError, struct.error, ValueError, UnicodeDecodeError, OverflowError, KeyError) as exc:
+            raise DecodeError(
+                f"cannot decode rows of `{self.schema}`.`{self.name}` ({event.type_name}): {exc!r}; "
+                "the row image does not match the table map (corrupt data or an unsupported column type)",
+                file=event.file,
+                offset=event.offset,
+                type_code=event.type_code,
+            ) from exc
+
+
+def parse_table_map_body(body: bytes, pos: int) -> tuple[TableMap, int]:
+    """Parse a TABLE_MAP body from after the table id and return (TableMap, end)."""
+    table_flags = body[pos] | body[pos + 1] << 8
+    pos += 2
+    n = body[pos]
+    schema = body[pos + 1 : pos + 1 + n].decode("utf-8", "replace")
+    pos += n + 2
+    n = body[pos]
+    name = body[pos + 1 : pos + 1 + n].decode("utf-8", "replace")
+    pos += n + 2
+    count, pos = read_packed_int(body, pos)
+    types = body[pos : pos + count]
+    if len(types) != count:
+        raise DecodeError("TABLE_MAP event is truncated in its column types")
+    pos += count
+    meta_len, pos = read_packed_int(body, pos)
+    meta_end = pos + meta_len
+    metas: list[int] = []
+    for t in types:
+        ml = _META_LEN.get(t, 0)  # type: ignore[call-overload]
+        if ml == 0:
+            metas.append(0)
+        elif ml == 1:
+            metas.append(body[pos])
+        elif t in _BIG_ENDIAN_META:
+            metas.append(body[pos] << 8 | body[pos + 1])
+        else:
+            metas.append(body[pos] | body[pos + 1] << 8)
+        pos += ml
+    if pos != meta_end:
+        raise DecodeError(
+            f"TABLE_MAP metadata of `{schema}`.`{name}` has {meta_len} bytes but the column types need "
+            f"{pos - (meta_end - meta_len)}: unknown column type in {list(types)}"
+        )
+    nb = (count + 7) // 8
+    nulls = int.from_bytes(body[pos : pos + nb], "little")
+    pos += nb
+    columns = [ColumnInfo(i, types[i], metas[i], bool(nulls >> i & 1)) for i in range(count)]
+    if pos < len(body):
+        _parse_optional_metadata(body, pos, len(body), columns)
+    return TableMap(schema, name, columns, table_flags), len(body)
+
+
+def _parse_optional_metadata(body: bytes, pos: int, end: int, columns: list[ColumnInfo]) -> None:
+    numeric = [c for c in columns if c.real_type in NUMERIC_TYPES]
+    character = [c for c in columns if c.real_type in CHARACTER_TYPES]
+    enum_set = [c for c in columns if c.real_type in (ColumnType.ENUM, ColumnType.SET)]
+    while pos < end:
+        kind = body[pos]
+        length, pos = read_packed_int(body, pos + 1)
+        stop = pos + length
+        if stop > end:
+            raise DecodeError("TABLE_MAP optional metadata field runs past the end of the event")
+        if kind == OptionalMetadata.SIGNEDNESS:
+            for k, c in enumerate(numeric):
+                c.unsigned = bool(body[pos + k // 8] & (0x80 >> (k % 8)))
+        elif kind in (OptionalMetadata.DEFAULT_CHARSET, OptionalMetadata.ENUM_AND_SET_DEFAULT_CHARSET):
+            targets = character if kind == OptionalMetadata.DEFAULT_CHARSET else enum_set
+            default, p = read_packed_int(body, pos)
+            for c in targets:
+                c.charset = default
+            while p < stop:
+                idx, p = read_packed_int(body, p)
+                coll, p = read_packed_int(body, p)
+                if idx < len(targets):
+                    targets[idx].charset = coll
+        elif kind in (OptionalMetadata.COLUMN_CHARSET, OptionalMetadata.ENUM_AND_SET_COLUMN_CHARSET):
+            targets = character if kind == OptionalMetadata.COLUMN_CHARSET else enum_set
+            p = pos
+            for c in targets:
+                if p >= stop:
+                    break
+                c.charset, p = read_packed_int(body, p)
+        elif kind == OptionalMetadata.COLUMN_NAME:
+            p = pos
+            for c in columns:
+                if p >= stop:
+                    break
+                n, p = read_packed_int(body, p)
+                c.name = body[p : p + n].decode("utf-8", "replace")
+                p += n
+        elif kind in (OptionalMetadata.SET_STR_VALUE, OptionalMetadata.ENUM_STR_VALUE):
+            want = ColumnType.SET if kind == OptionalMetadata.SET_STR_VALUE else ColumnType.ENUM
+            p = pos
+            for c in columns:
+                if c.real_type != want:
+                    continue
+                if p >= stop:
+                    break
+                count, p = read_packed_int(body, p)
+                values_raw = []
+                for _ in range(count):
+                    n, p = read_packed_int(body, p)
+                    values_raw.append(body[p : p + n])
+                    p += n
+                values = tuple(v.decode(collation_codec(c.charset) or "utf-8", "replace") for v in values_raw)
+                if want == ColumnType.SET:
+                    c.set_values = values
+                else:
+                    c.enum_values = values
+        elif kind == OptionalMetadata.GEOMETRY_TYPE:
+            p = pos
+            for c in columns:
+                if c.real_type == ColumnType.GEOMETRY and p < stop:
+                    c.geometry_type, p = read_packed_int(body, p)
+        elif kind == OptionalMetadata.SIMPLE_PRIMARY_KEY:
+            p = pos
+            while p < stop:
+                idx, p = read_packed_int(body, p)
+                if idx < len(columns):
+                    columns[idx].primary_key = True
+        elif kind == OptionalMetadata.PRIMARY_KEY_WITH_PREFIX:
+            p = pos
+            while p < stop:
+                idx, p = read_packed_int(body, p)
+                _prefix, p = read_packed_int(body, p)
+                if idx < len(columns):
+                    columns[idx].primary_key = True
+        elif kind == OptionalMetadata.COLUMN_VISIBILITY:
+            for k, c in enumerate(columns):
+                if pos + k // 8 < stop:
+                    c.visible = bool(body[pos + k // 8] & (0x80 >> (k % 8)))
+        # other (future) fields are type-length-value: skipped by their length
+        pos = stop
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Row decoder compiler
+# ---------------------------------------------------------------------------------------------------------
+
+_STRUCTS = {
+    (ColumnType.SHORT, False): "<h",
+    (ColumnType.SHORT, True): "<H",
+    (ColumnType.LONG, False): "<i",
+    (ColumnType.LONG, True): "<I",
+    (ColumnType.LONGLONG, False): "<q",
+    (ColumnType.LONGLONG, True): "<Q",
+    (ColumnType.FLOAT, False): "<f",
+    (ColumnType.DOUBLE, False): "<d",
+}
+
+
+def _text_or_bytes(data: bytes) -> str | bytes:
+    """Charset unknown (no binlog_row_metadata=FULL): UTF-8 text when it decodes, else the raw bytes."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+
+
+def _enum_value(values: tuple[str, ...] | None, index: int) -> str | int:
+    if values is None:
+        return index
+    if index == 0 or index > len(values):
+        return ""  # MySQL's empty-string error value
+    return values[index - 1]
+
+
+def _set_value(values: tuple[str, ...] | None, bits: int) -> frozenset[str] | int:
+    if values is None:
+        return bits
+    return frozenset(v for i, v in enumerate(values) if bits >> i & 1)
+
+
+def _vector(data: bytes) -> list[float]:
+    return list(struct.unpack(f"<{len(data) // 4}f", data))
+
+
+class _Gen:
+    def __init__(self) -> None:
+        self.ns: dict[str, Any] = {
+            "MISSING": MISSING,
+            "_from": int.from_bytes,
+            "_decimal": decode_decimal,
+            "_time2": decode_time2,
+            "_datetime2": decode_datetime2,
+            "_timestamp2": decode_timestamp2,
+            "_date": decode_date,
+            "_time_old": decode_time_old,
+            "_datetime_old": decode_datetime_old,
+            "_timestamp_old": decode_timestamp_old,
+            "_jsonb": decode_jsonb,
+            "_json_diff": decode_json_diff,
+            "_packed": read_packed_int,
+            "_text_or_bytes": _text_or_bytes,
+            "_enum": _enum_value,
+            "_set": _set_value,
+            "_vector": _vector,
+            "DecodeError": DecodeError,
+        }
+        self._consts: dict[object, str] = {}
+
+    def const(self, value: object, prefix: str = "k") -> str:
+        key = (type(value), value) if isinstance(value, (str, bytes, int, tuple)) else id(value)
+        name = self._consts.get(key)
+        if name is None:
+            name = f"_{prefix}{len(self._consts)}"
+            self._consts[key] = name
+            self.ns[name] = value
+        return name
+
+    def unpacker(self, fmt: str) -> str:
+        return self.const(struct.Struct(fmt).unpack_from, "s")
+
+
+def _column_code(g: _Gen, col: ColumnInfo, var: str, partial_bit: str | None) -> list[str]:
+    """Statements that decode one non-NULL value of `col` at `pos` into `var` and advance `pos`."""
+    t = col.real_type
+    unsigned = bool(col.unsigned)
+    if t == ColumnType.TINY:
+        if unsigned:
+            return [f"{var} = buf[pos]", "pos += 1"]
+        return [f"{var} = buf[pos]", "pos += 1", f"if {var} > 127: {var} -= 256"]
+    if (t, unsigned) in _STRUCTS or (t in (ColumnType.FLOAT, ColumnType.DOUBLE)):
+        fmt = _STRUCTS.get((t, unsigned)) or _STRUCTS[(t, False)]
+        size = struct.calcsize(fmt)
+        return [f"{var} = {g.unpacker(fmt)}(buf, pos)[0]", f"pos += {size}"]
+    if t == ColumnType.INT24:
+        return [f"{var} = _from(buf[pos:pos + 3], 'little', signed={not unsigned})", "pos += 3"]
+    if t == ColumnType.YEAR:
+        return [f"{var} = buf[pos]", "pos += 1", f"if {var}: {var} += 1900"]
+    if t == ColumnType.NEWDECIMAL:
+        precision, scale = col.meta >> 8, col.meta & 0xFF
+        return [f"{var}, pos = _decimal(buf, pos, {precision}, {scale})"]
+    if t == ColumnType.TIMESTAMP2:
+        return [f"{var}, pos = _timestamp2(buf, pos, {col.meta})"]
+    if t == ColumnType.DATETIME2:
+        return [f"{var}, pos = _datetime2(buf, pos, {col.meta})"]
+    if t == ColumnType.TIME2:
+        return [f"{var}, pos = _time2(buf, pos, {col.meta})"]
+    if t in (ColumnType.DATE, ColumnType.NEWDATE):
+        return [f"{var}, pos = _date(buf, pos)"]
+    if t == ColumnType.TIME:
+        return [f"{var}, pos = _time_old(buf, pos)"]
+    if t == ColumnType.DATETIME:
+        return [f"{var}, pos = _datetime_old(buf, pos)"]
+    if t == ColumnType.TIMESTAMP:
+        return [f"{var}, pos = _timestamp_old(buf, pos)"]
+    if t == ColumnType.NULL:
+        return [f"{var} = None"]
+    if t == ColumnType.BIT:
+        nbits = (col.meta & 0xFF) * 8 + (col.meta >> 8)
+        nbytes = (nbits + 7) // 8
+        return [f"{var} = _from(buf[pos:pos + {nbytes}], 'big')", f"pos += {nbytes}"]
+    if t == ColumnType.ENUM:
+        n = col.length
+        read = "buf[pos]" if n == 1 else f"_from(buf[pos:pos + {n}], 'little')"
+        return [f"{var} = _enum({g.const(col.enum_values)}, {read})", f"pos += {n}"]
+    if t == ColumnType.SET:
+        n = col.length
+        return [f"{var} = _set({g.const(col.set_values)}, _from(buf[pos:pos + {n}], 'little'))", f"pos += {n}"]
+    if t in (ColumnType.VARCHAR, ColumnType.VAR_STRING, ColumnType.STRING):
+        lines = (
+            ["n = buf[pos]", "pos += 1"]
+            if col.length < 256
+            else ["n = buf[pos] | buf[pos + 1] << 8", "pos += 2"]
+        )
+        codec = collation_codec(col.charset) if col.charset is not None else "?"
+        if codec is None:
+            if t == ColumnType.STRING:  # BINARY(n): the server strips trailing 0x00 padding; restore it
+                lines += [f"{var} = buf[pos:pos + n].ljust({col.length}, b'\\x00')", "pos += n"]
+            else:
+                lines += [f"{var} = buf[pos:pos + n]", "pos += n"]
+        elif codec == "?":
+            lines += [f"{var} = _text_or_bytes(buf[pos:pos + n])", "pos += n"]
+        else:
+            lines += [f"{var} = buf[pos:pos + n].decode({codec!r})", "pos += n"]
+        return lines
+    if t in (
+        ColumnType.BLOB,
+        ColumnType.TINY_BLOB,
+        ColumnType.MEDIUM_BLOB,
+        ColumnType.LONG_BLOB,
+        ColumnType.GEOMETRY,
+        ColumnType.JSON,
+        ColumnType.VECTOR,
+    ):
+        lb = col.meta
+        if lb not in (1, 2, 3, 4):
+            raise DecodeError(f"column {col.index} ({col.type_name}) has an invalid length size {lb}")
+        if lb == 1:
+            lines = ["n = buf[pos]"]
+        elif lb == 4:
+            lines = [f"n = {g.unpacker('<I')}(buf, pos)[0]"]
+        else:
+            lines = [f"n = _from(buf[pos:pos + {lb}], 'little')"]
+        lines.append(f"pos += {lb}")
+        if t == ColumnType.JSON:
+            if partial_bit is not None:
+                lines += [
+                    f"if {partial_bit}:",
+                    f"    {var} = _json_diff(buf, pos, pos + n)[0]",
+                    "else:",
+                    f"    {var} = _jsonb(buf[pos:pos + n])",
+                ]
+            else:
+                lines.append(f"{var} = _jsonb(buf[pos:pos + n])")
+        elif t == ColumnType.VECTOR:
+            lines.append(f"{var} = _vector(buf[pos:pos + n])")
+        elif t == ColumnType.GEOMETRY:
+            lines.append(f"{var} = buf[pos:pos + n]")
+        else:
+            codec = collation_codec(col.charset) if col.charset is not None else None
+            if codec is None:
+                lines.append(f"{var} = buf[pos:pos + n]")
+            else:
+                lines.append(f"{var} = buf[pos:pos + n].decode({codec!r})")
+        lines.append("pos += n")
+        return lines
+    raise DecodeError(
+        f"column {col.index} of type {col.type_name} ({col.real_type}) is not supported by this decoder"
+    )
+
+
+def _image_code(g: _Gen, table: TableMap, present: int, prefix: str, partial: bool) -> tuple[list[str], str]:
+    cols = [c for c in table.columns if present >> c.index & 1]
+    nb = (len(cols) + 7) // 8
+    lines: list[str] = []
+    partial_of: dict[int, str] = {}
+    if partial:
+        json_cols = [c for c in table.columns if c.real_type == ColumnType.JSON]
+        pb = (len(json_cols) + 7) // 8
+        lines += [
+            "vo, pos = _packed(buf, pos)",
+            "if vo & 1:",
+            f"    pbits = _from(buf[pos:pos + {pb}], 'little')",
+            f"    pos += {pb}",
+            "else:",
+            "    pbits = 0",
+        ]
+        for k, c in enumerate(json_cols):
+            partial_of[c.index] = f"pbits & {1 << k}"
+    if nb == 1:
+        lines += ["nb = buf[pos]", "pos += 1"]
+    else:
+        lines += [f"nb = _from(buf[pos:pos + {nb}], 'little')", f"pos += {nb}"]
+    names = []
+    for j, c in enumerate(cols):
+        var = f"{prefix}{c.index}"
+        body = _column_code(g, c, var, partial_of.get(c.index))
+        # the NULL bitmap is authoritative even for NOT NULL columns (it is cheap to test)
+        lines.append(f"if nb & {1 << j}:")
+        lines.append(f"    {var} = None")
+        lines.append("else:")
+        lines += ["    " + b for b in body]
+    for c in table.columns:
+        names.append(f"{prefix}{c.index}" if present >> c.index & 1 else "MISSING")
+    tup = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
+    return lines, tup
+
+
+def _compile(table: TableMap, mode: int, present: int, present_after: int) -> Callable[[bytes, int, int], list[Any]]:
+    g = _Gen()
+    src = ["def _decode_rows(buf, pos, end):", "    out = []", "    append = out.append", "    while pos < end:"]
+    before, before_tup = _image_code(g, table, present, "b", False)
+    src += ["        " + s for s in before]
+    if mode == 0:
+        src.append(f"        append({before_tup})")
+    else:
+        after, after_tup = _image_code(g, table, present_after, "a", mode == 2)
+        src += ["        " + s for s in after]
+        src.append(f"        append(({before_tup}, {after_tup}))")
+    src += [
+        "    if pos != end:",
+        "        raise DecodeError(f'row image overruns its event by {pos - end} bytes')",
+        "    return out",
+    ]
+    code = "\n".join(src)
+    ns = g.ns
+    exec(compile(code, f"<mybinlog rows {table.schema}.{table.name}>", "exec"), ns)  # noqa: S102
+    fn: Callable[[bytes, int, int], list[Any]] = ns["_decode_rows"]
+    return fn

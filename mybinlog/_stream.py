@@ -1,0 +1,321 @@
+"""BinlogStream: decoded events from a live server, resuming after disconnects without loss or repeats."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator
+from types import TracebackType
+from typing import Literal
+
+from ._dsn import DSN
+from ._exceptions import ConfigurationError, SourceConnectionError
+from ._gtid import GtidSet, MariaDBGtidSet, MySQLGtidSet, parse_gtid_set
+from ._position import BinlogPosition, PositionTracker
+from ._protocol._constants import LOG_EVENT_ARTIFICIAL_F
+from ._protocol._decoder import EventDecoder
+from ._protocol._events import (
+    Event,
+    FormatDescriptionEvent,
+    HeartbeatEvent,
+    MariadbGtidListEvent,
+    PreviousGtidsEvent,
+    RotateEvent,
+    TransactionPayloadEvent,
+)
+from ._transport import BinlogConnection, ServerInfo
+
+__all__ = ["BinlogStream"]
+
+logger = logging.getLogger("mybinlog.stream")
+
+_CONTROL = (FormatDescriptionEvent, RotateEvent, HeartbeatEvent, PreviousGtidsEvent, MariadbGtidListEvent)
+
+
+class BinlogStream:
+    """Stream decoded binlog events from a MySQL or MariaDB server.
+
+    ::
+
+        async with BinlogStream("mysql://repl:secret@db:3306", gtid_set="0-1-100") as stream:
+            async for event in stream:
+                ...
+                checkpoint(stream.position)   # a transaction boundary, safe to resume from
+
+    Where to start (pick one; default: the server's current end, i.e. only new changes):
+
+    - ``gtid_set``: after these executed GTIDs (MySQL GTID set or MariaDB GTID position, text or object);
+    - ``binlog_file`` (+ ``position``, default 4): at that file and offset;
+    - ``from_beginning=True``: the oldest binlog file still on the server.
+
+    ``blocking=False`` stops at the current end of the binlog (``async for`` ends); otherwise the stream waits
+    for new events. ``position`` is the last completed transaction's boundary: persist it after you have
+    handled that transaction, and start from it after a restart.
+
+    When the connection drops, the stream reconnects (exponential backoff, up to ``max_reconnect_attempts``
+    consecutive failures, each logged) from ``position``, then skips the events of the interrupted transaction
+    it had already yielded, so every event reaches you exactly once. Errors that retrying cannot fix (wrong
+    password, purged binlog, server misconfigured) are raised at once.
+    """
+
+    def __init__(
+        self,
+        dsn: str | DSN,
+        *,
+        gtid_set: str | GtidSet | None = None,
+        binlog_file: str | None = None,
+        position: int = 4,
+        from_beginning: bool = False,
+        blocking: bool = True,
+        server_id: int | None = None,
+        heartbeat_period: float = 5.0,
+        verify_checksum: bool = True,
+        check_preconditions: bool = True,
+        max_reconnect_attempts: int = 10,
+        reconnect_backoff: tuple[float, float] = (0.1, 10.0),
+    ) -> None:
+        self.dsn = dsn if isinstance(dsn, DSN) else DSN.parse(dsn)
+        if sum(x is not None and x is not False for x in (gtid_set, binlog_file, from_beginning or None)) > 1:
+            raise ConfigurationError("give at most one of gtid_set, binlog_file and from_beginning=True")
+        if max_reconnect_attempts < 0:
+            raise ConfigurationError("max_reconnect_attempts must be >= 0")
+        self._gtid_arg = gtid_set
+        self._file_arg = binlog_file
+        self._pos_arg = position
+        self._from_beginning = from_beginning
+        self.blocking = blocking
+        self.server_id = server_id
+        self.heartbeat_period = heartbeat_period
+        self.verify_checksum = verify_checksum
+        self.check_preconditions = check_preconditions
+        self.max_reconnect_attempts = max_reconnect_attempts
+        self.reconnect_backoff = reconnect_backoff
+        self._conn: BinlogConnection | None = None
+        self._decoder: EventDecoder | None = None
+        self._tracker: PositionTracker | None = None
+        self._mode: Literal["gtid", "file"] = "file"
+        self._yielded_in_txn = 0  # transaction events yielded since the last completed transaction
+        self._skip = 0  # after a reconnect: transaction events to drop (already yielded)
+        self._replaying = False
+        self._queue: list[Event] = []
+        self._closed = False
+        self._ended = False
+        self.reconnects = 0
+
+    def __repr__(self) -> str:
+        return f"<BinlogStream {self.dsn.display} at {self._tracker.position if self._tracker else 'start'}>"
+
+    # ------------------------------------------------------------------------------------------------
+    @property
+    def position(self) -> BinlogPosition:
+        """The boundary after the last completed transaction (safe to persist and resume from)."""
+        if self._tracker is None:
+            raise ConfigurationError("the stream is not started: use `async with BinlogStream(...)` first")
+        return self._tracker.position
+
+    @property
+    def server(self) -> ServerInfo:
+        if self._conn is None:
+            raise ConfigurationError("the stream is not started: use `async with BinlogStream(...)` first")
+        return self._conn.info
+
+    async def __aenter__(self) -> BinlogStream:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Connect, resolve the start position and begin the dump (errors surface here)."""
+        conn = await self._connect()
+        try:
+            flavor = conn.info.flavor
+            if self._gtid_arg is not None:
+                gtids = self._gtid_arg
+                if isinstance(gtids, str):
+                    gtids = parse_gtid_set(gtids, flavor)
+                self._check_flavor(gtids, flavor)
+                start = BinlogPosition("", 4, gtids)
+                self._mode = "gtid"
+            elif self._file_arg is not None:
+                start = BinlogPosition(self._file_arg, self._pos_arg, None)
+                self._mode = "file"
+            elif self._from_beginning:
+                files = await conn.binlog_files()
+                start = BinlogPosition(files[0][0] if files else "", 4, None)
+                self._mode = "file"
+            else:
+                file, pos, gtid_text = await conn.current_position()
+                gtids = parse_gtid_set(gtid_text, flavor) if (gtid_text or flavor == "mariadb") else None
+                if flavor == "mysql" and not conn.info.gtid_mode:
+                    gtids = None
+                start = BinlogPosition(file, pos, gtids)
+                self._mode = "file"
+            self._tracker = PositionTracker(start)
+            await self._start_dump(conn, start)
+        except BaseException:
+            await conn.close()
+            raise
+        self._conn = conn
+
+    @staticmethod
+    def _check_flavor(gtids: GtidSet, flavor: str) -> None:
+        want = MariaDBGtidSet if flavor == "mariadb" else MySQLGtidSet
+        if not isinstance(gtids, want):
+            raise ConfigurationError(
+                f"the server is {flavor} but the GTID set is {gtids.flavor}-style ({gtids}); "
+                + ("MariaDB positions look like 0-1-100" if flavor == "mariadb" else "MySQL sets look like uuid:1-5")
+            )
+
+    async def _connect(self) -> BinlogConnection:
+        conn = await BinlogConnection.connect(
+            self.dsn,
+            server_id=self.server_id,
+            heartbeat_period=self.heartbeat_period,
+            check_preconditions=self.check_preconditions,
+        )
+        self.server_id = conn.server_id
+        return conn
+
+    async def _start_dump(self, conn: BinlogConnection, start: BinlogPosition) -> None:
+        self._decoder = EventDecoder(checksum=conn.checksum, verify_checksum=self.verify_checksum)
+        if self._mode == "gtid" and start.gtid_set is not None:
+            await conn.start_dump(gtid_set=start.gtid_set, blocking=self.blocking)
+        else:
+            await conn.start_dump(file=start.file, position=start.offset, blocking=self.blocking)
+
+    async def close(self) -> None:
+        self._closed = True
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.close()
+
+    # ------------------------------------------------------------------------------------------------
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self
+
+    async def __anext__(self) -> Event:
+        event = await self.next_event()
+        if event is None:
+            raise StopAsyncIteration
+        return event
+
+    async def next_event(self) -> Event | None:
+        """The next event, or None at the end of a non-blocking stream."""
+        if self._queue:
+            return self._queue.pop(0)
+        while True:
+            if self._closed and self._conn is None:
+                raise ConfigurationError("the stream is closed")
+            if self._ended:
+                return None
+            conn = self._conn
+            assert conn is not None and self._decoder is not None and self._tracker is not None
+            try:
+                raw = await conn.read_event()
+            except SourceConnectionError as exc:
+                await self._reconnect(exc)
+                continue
+            if raw is None:
+                self._ended = True
+                return None
+            event = self._decoder.decode(raw, None)
+            if event.log_pos >= event.size and not event.flags & LOG_EVENT_ARTIFICIAL_F:
+                event.offset = event.log_pos - event.size
+            event.file = self._tracker.file or None
+            completed = self._tracker.update(event)
+            if isinstance(event, RotateEvent):
+                event.file = self._tracker.file
+            out = [event]
+            if isinstance(event, TransactionPayloadEvent):
+                for inner in event.events:
+                    inner.file = event.file
+                out.extend(event.events)
+            result = self._filter_replayed(out, completed)
+            if result:
+                self._queue.extend(result[1:])
+                return result[0]
+
+    def _filter_replayed(self, events: list[Event], completed: bool) -> list[Event]:
+        """Drop what a reconnect re-sends and the caller has already seen."""
+        out: list[Event] = []
+        skipping_payload = False
+        for event in events:
+            if event.in_payload:
+                if not skipping_payload:
+                    out.append(event)
+                continue
+            if isinstance(event, _CONTROL):
+                if not self._replaying:
+                    out.append(event)  # a re-sent ROTATE/FDE/previous-GTIDs preamble is dropped
+                continue
+            self._replaying = False
+            self._yielded_in_txn += 1
+            if self._skip > 0:
+                self._skip -= 1
+                skipping_payload = True
+                continue
+            skipping_payload = False
+            out.append(event)
+        if completed:
+            self._yielded_in_txn = 0
+        return out
+
+    async def _reconnect(self, error: SourceConnectionError) -> None:
+        assert self._tracker is not None
+        resume = self._tracker.position
+        low, high = self.reconnect_backoff
+        attempt = 0
+        old = self._conn
+        self._conn = None
+        if old is not None:
+            await old.close()
+        while True:
+            attempt += 1
+            if attempt > self.max_reconnect_attempts:
+                raise SourceConnectionError(
+                    f"{self.dsn.display}: gave up after {self.max_reconnect_attempts} reconnect attempts "
+                    f"(last error: {error}); resume later from {resume}"
+                ) from error
+            delay = min(high, low * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)  # noqa: S311
+            logger.warning(
+                "%s: connection lost (%s); reconnecting in %.2fs (attempt %d of %d) from %s",
+                self.dsn.display,
+                error,
+                delay,
+                attempt,
+                self.max_reconnect_attempts,
+                resume,
+            )
+            await asyncio.sleep(delay)
+            try:
+                conn = await self._connect()
+            except SourceConnectionError as exc:
+                error = exc
+                continue
+            try:
+                self._tracker = PositionTracker(resume)
+                mode_gtid = self._mode == "gtid" or (not resume.file and resume.gtid_set is not None)
+                if mode_gtid and resume.gtid_set is not None:
+                    self._decoder = EventDecoder(checksum=conn.checksum, verify_checksum=self.verify_checksum)
+                    await conn.start_dump(gtid_set=resume.gtid_set, blocking=self.blocking)
+                else:
+                    await self._start_dump(conn, resume)
+            except SourceConnectionError as exc:
+                await conn.close()
+                error = exc
+                continue
+            except BaseException:
+                await conn.close()
+                raise
+            self._conn = conn
+            self._skip = self._yielded_in_txn
+            self._yielded_in_txn = 0
+            self._replaying = True
+            self.reconnects += 1
+            logger.info("%s: reconnected; resuming from %s", self.dsn.display, resume)
+            return

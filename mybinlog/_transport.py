@@ -1,0 +1,871 @@
+"""One binlog connection to a MySQL or MariaDB server: connect, check, position, dump, read raw events.
+
+asyncmy does the connection phase (authentication including MySQL 8's caching_sha2_password, TLS) and runs the
+few control queries. The binlog dump command and the packet stream are ours, through the small private-API
+layer in :mod:`mybinlog._asyncmy_compat`. :class:`BinlogConnection` moves bytes only: it returns each event's
+raw bytes (19-byte header, body, and the CRC32 when :attr:`BinlogConnection.checksum` is true) for the
+sans-IO decoder.
+
+Every foreign exception is translated where it enters, by :func:`_translate_errors`:
+
+- access denied (1045, 1698) -> :class:`AuthenticationError` naming ``user@host:port`` (never the password);
+- missing privilege (1227, 1142, 1044) -> :class:`AuthenticationError` naming the GRANT that fixes it;
+- cannot connect, connection dropped, timeouts, server shutdown -> :class:`SourceConnectionError`
+  (``retriable``);
+- 1236 about purged binlogs or unknown GTIDs -> :class:`BinlogPurgedError`;
+- any other server error -> :class:`SourceError` with its ``errno``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import re
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Literal, NoReturn
+
+import asyncmy
+from asyncmy import errors as asyncmy_errors
+
+from . import _asyncmy_compat as compat
+from ._dsn import DSN
+from ._exceptions import (
+    AuthenticationError,
+    BinlogPurgedError,
+    ConfigurationError,
+    MybinlogError,
+    PreconditionError,
+    SourceConnectionError,
+    SourceError,
+)
+
+__all__ = [
+    "BINLOG_DUMP_NON_BLOCK",
+    "BINLOG_THROUGH_GTID",
+    "COM_BINLOG_DUMP",
+    "COM_BINLOG_DUMP_GTID",
+    "SERVER_ID_RANGE",
+    "BinlogConnection",
+    "ServerInfo",
+    "encode_binlog_dump",
+    "encode_binlog_dump_gtid",
+    "parse_error_packet",
+    "random_server_id",
+    "translate_server_error",
+]
+
+logger = logging.getLogger("mybinlog.transport")
+
+COM_BINLOG_DUMP = 0x12
+COM_BINLOG_DUMP_GTID = 0x1E
+BINLOG_DUMP_NON_BLOCK = 0x01
+BINLOG_THROUGH_POSITION = 0x02
+BINLOG_THROUGH_GTID = 0x04
+MARIA_SLAVE_CAPABILITY_GTID = 4
+
+SERVER_ID_RANGE = (0x4000_0000, 0xFFFF_FFFF)
+"""Where random replica server ids are drawn from: above the small ids people give real servers."""
+
+_MAX_HEARTBEAT_SECONDS = 4_294_967.0  # MySQL's limit for MASTER_HEARTBEAT_PERIOD
+_MIN_IDLE_TIMEOUT = 30.0
+_DUMP = struct.Struct("<BIHI")  # command, position, flags, server id
+_DUMP_GTID = struct.Struct("<BHII")  # command, flags, server id, file name length
+
+_CONNECTION_ERRNOS = frozenset(
+    {
+        1040,  # too many connections
+        1053,  # server shutdown in progress
+        1077,  # normal shutdown
+        1927,  # MariaDB: connection was killed
+        2002,  # can't connect through socket
+        2003,  # can't connect to server
+        2005,  # unknown host
+        2006,  # server has gone away
+        2013,  # lost connection during query
+        2055,  # lost connection (system error)
+    }
+)
+_AUTH_ERRNOS = frozenset({1045, 1698})  # access denied (wrong user/password), unix_socket plugin mismatch
+_PRIVILEGE_ERRNOS = frozenset({1044, 1142, 1227})  # db access denied, table access denied, needs privilege
+_PURGED_PATTERNS = (
+    "purged",
+    "could not find first log",
+    "could not find gtid",
+    "could not find next log",
+    "not in the master's binlog",
+    "not in the source's binlog",
+    "is not found in the binlog index",
+    "could not open log file",
+    "binary log is not open",
+)
+_MARIADB_GTID_RE = re.compile(r"\d+-\d+-\d+")
+_VERSION_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
+# -- errors ---------------------------------------------------------------------------------------------
+
+
+def _grant_hint(flavor: str | None, user: str) -> str:
+    if flavor == "mariadb":
+        return f"GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '{user}'@'<host>'"
+    if flavor == "mysql":
+        return f"GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '{user}'@'<host>'"
+    return (
+        f"GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '{user}'@'<host>' (MariaDB 10.5+: "
+        "REPLICATION "
+        "SLAVE, BINLOG MONITOR)"
+    )
+
+
+def translate_server_error(
+    dsn: DSN, errno: int | None, message: str, *, flavor: str | None = None, during: str = ""
+) -> SourceError:
+    """Map a server (or client library) error code and message to mybinlog's exception tree."""
+    where = f"{dsn.display}" + (f" ({during})" if during else "")
+    if errno in _AUTH_ERRNOS:
+        return AuthenticationError(
+            f"{where}: the server rejected user {dsn.user!r}: {message}. Check the DSN's user name "
+            "and password, "
+            f"and that the account may connect from this host",
+            errno=errno,
+        )
+    if errno in _PRIVILEGE_ERRNOS:
+        return AuthenticationError(
+            f"{where}: user {dsn.user!r} lacks a privilege: {message}. mybinlog needs: "
+            f"{_grant_hint(flavor, dsn.user)}",
+            errno=errno,
+        )
+    if errno == 1236 and any(p in message.lower() for p in _PURGED_PATTERNS):
+        return BinlogPurgedError(
+            f"{where}: {message}. The binlog/GTIDs you asked for were purged (or never existed on this "
+            "server); start from a newer position (see SHOW BINARY LOGS) or take a new snapshot",
+            errno=errno,
+        )
+    if errno in _CONNECTION_ERRNOS or errno is None:
+        return SourceConnectionError(f"{where}: {message}", errno=errno)
+    return SourceError(f"{where}: {message}", errno=errno)
+
+
+def parse_error_packet(payload: bytes) -> tuple[int, str | None, str]:
+    """Split an ERR packet (``0xff``, errno u16, optional ``#`` + 5-char SQLSTATE, message)."""
+    if len(payload) < 3 or payload[0] != 0xFF:
+        return 0, None, "malformed error packet"
+    errno = payload[1] | (payload[2] << 8)
+    if payload[3:4] == b"#":
+        return errno, payload[4:9].decode("ascii", "replace"), payload[9:].decode("utf-8", "replace")
+    return errno, None, payload[3:].decode("utf-8", "replace")
+
+
+def _translate_exception(
+    exc: BaseException, dsn: DSN, *, flavor: str | None = None, during: str = ""
+) -> SourceError | None:
+    """The mybinlog exception for a foreign one (asyncmy, socket, timeout), or ``None`` to let it through."""
+    context = f" ({during})" if during else ""
+    if isinstance(exc, asyncmy_errors.MySQLError):
+        errno, message = _mysql_error_args(exc)
+        return translate_server_error(dsn, errno, message, flavor=flavor, during=during)
+    if isinstance(exc, compat.ConnectionLost):
+        return SourceConnectionError(
+            f"{dsn.display}: lost the connection{context}: {exc}; reconnect and resume from the last position"
+        )
+    if isinstance(exc, compat.ProtocolDesync):
+        return SourceConnectionError(
+            f"{dsn.display}: the packet stream is out of sync ({exc}); reconnect and resume from the "
+            "last position"
+        )
+    if isinstance(exc, TimeoutError):  # asyncio.TimeoutError is TimeoutError since Python 3.11
+        return SourceConnectionError(
+            f"{dsn.display}: timed out{context}; is the server reachable? "
+            f"(connect_timeout={dsn.connect_timeout:g} s)"
+        )
+    if isinstance(exc, OSError):
+        return SourceConnectionError(
+            f"{dsn.display}: cannot reach the server{context}: {exc.strerror or exc}"
+        )
+    return None
+
+
+@contextlib.contextmanager
+def _translate_errors(dsn: DSN, *, flavor: str | None = None, during: str = "") -> Iterator[None]:
+    """Translate asyncmy, socket and timeout errors into mybinlog's exceptions (``raise ... from exc``)."""
+    try:
+        yield
+    except MybinlogError:
+        raise
+    except Exception as exc:
+        error = _translate_exception(exc, dsn, flavor=flavor, during=during)
+        if error is None:
+            raise
+        raise error from exc
+
+
+def _mysql_error_args(exc: BaseException) -> tuple[int | None, str]:
+    args = exc.args
+    if len(args) >= 2 and isinstance(args[0], int):
+        errno = args[0] if args[0] else None
+        return errno, str(args[1])
+    return None, str(exc)
+
+
+# -- server description ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerInfo:
+    """What the source server is and how its binlog is configured (read once at connect)."""
+
+    flavor: Literal["mysql", "mariadb"]
+    version: tuple[int, int, int]
+    version_string: str
+    server_id: int
+    server_uuid: str | None
+    """MySQL's ``server_uuid`` (the source id in its GTIDs); ``None`` on MariaDB."""
+    gtid_mode: bool
+    """MySQL: ``gtid_mode=ON``. MariaDB always logs GTIDs: ``True``."""
+    log_bin: bool
+    binlog_format: str
+    binlog_row_image: str
+    binlog_row_metadata: str | None
+    """``FULL`` puts column names and more in each TABLE_MAP; ``None`` when the server has no such "
+    "variable."""
+    binlog_checksum: str
+    """``NONE`` or ``CRC32``."""
+
+    @property
+    def is_mariadb(self) -> bool:
+        return self.flavor == "mariadb"
+
+
+def _parse_version(text: str) -> tuple[int, int, int]:
+    # MariaDB before 11 may prefix "5.5.5-" in the handshake; VERSION() does not, but be tolerant.
+    if text.startswith("5.5.5-") and "mariadb" in text.lower():
+        text = text[len("5.5.5-") :]
+    match = _VERSION_RE.search(text)
+    if match is None:
+        return (0, 0, 0)
+    return (int(match.group(1)), int(match.group(2)), int(match.group(3)))
+
+
+def _server_info(variables: dict[str, str]) -> ServerInfo:
+    version_string = variables.get("version", "")
+    flavor: Literal["mysql", "mariadb"] = "mariadb" if "mariadb" in version_string.lower() else "mysql"
+    if flavor == "mariadb":
+        gtid_mode = True
+    else:
+        gtid_mode = variables.get("gtid_mode", "OFF").upper() == "ON"
+    return ServerInfo(
+        flavor=flavor,
+        version=_parse_version(version_string),
+        version_string=version_string,
+        server_id=int(variables.get("server_id") or 0),
+        server_uuid=variables.get("server_uuid") or None,
+        gtid_mode=gtid_mode,
+        log_bin=variables.get("log_bin", "OFF").upper() in ("ON", "1"),
+        binlog_format=variables.get("binlog_format", "").upper(),
+        binlog_row_image=variables.get("binlog_row_image", "").upper(),
+        binlog_row_metadata=(variables.get("binlog_row_metadata") or "").upper() or None,
+        binlog_checksum=(variables.get("binlog_checksum") or "NONE").upper(),
+    )
+
+
+def _check_binlog_settings(info: ServerInfo, dsn: DSN) -> None:
+    where = dsn.display
+    if not info.log_bin:
+        raise PreconditionError(
+            f"{where}: binary logging is off (log_bin=OFF); mybinlog reads the binlog: start the server with "
+            "--log-bin (and a --server-id), e.g. --log-bin=mysql-bin --server-id=1"
+        )
+    if info.binlog_format != "ROW":
+        raise PreconditionError(
+            f"{where}: binlog_format is {info.binlog_format or 'unknown'}; mybinlog needs ROW: SET GLOBAL "
+            "binlog_format=ROW and restart writers (sessions keep their format), or start the server with "
+            "--binlog-format=ROW"
+        )
+    if info.binlog_row_image != "FULL":
+        raise PreconditionError(
+            f"{where}: binlog_row_image is {info.binlog_row_image or 'unknown'}; mybinlog needs FULL (every "
+            "column of every changed row): SET GLOBAL binlog_row_image=FULL and restart writers, or "
+            "start the "
+            "server with --binlog-row-image=FULL"
+        )
+    if info.binlog_row_metadata != "FULL":
+        logger.warning(
+            "%s: binlog_row_metadata is %s, not FULL: column names will come from tracking DDL in "
+            "the binlog; "
+            "set binlog_row_metadata=FULL on the server to have them in every table map",
+            where,
+            info.binlog_row_metadata or "unsupported",
+        )
+
+
+_GRANT_RE = re.compile(r"^GRANT\s+(.+?)\s+ON\s+(\S+)\s+TO\s", re.IGNORECASE | re.DOTALL)
+
+
+def missing_privileges(grants: list[str], flavor: str) -> list[str] | None:
+    """The replication privileges missing from ``SHOW GRANTS`` output (global grants only).
+
+    Returns ``None`` when roles are granted (their privileges are not listed; the server will decide).
+    Grant lines can contain password hashes: they are never logged or put in messages.
+    """
+    privileges: set[str] = set()
+    has_roles = False
+    for line in grants:
+        match = _GRANT_RE.match(line.strip())
+        if match is None:
+            if line.strip().upper().startswith("GRANT "):
+                has_roles = True  # "GRANT `role` TO `user`@`host`"
+            continue
+        if match.group(2).replace("`", "") != "*.*":
+            continue
+        privileges.update(p.strip().upper() for p in match.group(1).split(","))
+    if "ALL PRIVILEGES" in privileges or "ALL" in privileges:
+        return []
+    monitor = (
+        ("BINLOG MONITOR", "REPLICATION CLIENT", "SUPER")
+        if flavor == "mariadb"
+        else (
+            "REPLICATION CLIENT",
+            "SUPER",
+        )
+    )
+    missing = []
+    if "REPLICATION SLAVE" not in privileges:
+        missing.append("REPLICATION SLAVE")
+    if not any(p in privileges for p in monitor):
+        missing.append(monitor[0])
+    if missing and has_roles:
+        return None
+    return missing
+
+
+def random_server_id(avoid: int | None = None) -> int:
+    """A random replica server id in :data:`SERVER_ID_RANGE` (different from ``avoid``)."""
+    rng = random.SystemRandom()
+    while True:
+        candidate = rng.randint(*SERVER_ID_RANGE)
+        if candidate != avoid:
+            return candidate
+
+
+# -- dump commands --------------------------------------------------------------------------------------
+
+
+def encode_binlog_dump(*, file: str, position: int, server_id: int, flags: int) -> bytes:
+    """COM_BINLOG_DUMP: command, position u32, flags u16, server id u32, then the file name to the end."""
+    return _DUMP.pack(COM_BINLOG_DUMP, position, flags, server_id) + file.encode("utf-8")
+
+
+def encode_binlog_dump_gtid(
+    *, file: str, position: int, server_id: int, flags: int, gtid_data: bytes
+) -> bytes:
+    """COM_BINLOG_DUMP_GTID (MySQL 5.6+): command, flags u16, server id u32, name length u32, name,
+    position u64, GTID data length u32, GTID data (the server reads the length even when it is 0)."""
+    name = file.encode("utf-8")
+    return b"".join(
+        (
+            _DUMP_GTID.pack(COM_BINLOG_DUMP_GTID, flags, server_id, len(name)),
+            name,
+            struct.pack("<QI", position, len(gtid_data)),
+            gtid_data,
+        )
+    )
+
+
+# -- the connection -------------------------------------------------------------------------------------
+
+
+class BinlogConnection:
+    """A connection to one server, used for a few control queries and then for one binlog dump.
+
+    Create with :meth:`connect`; use as ``async with``. After :meth:`start_dump` the connection only streams
+    events (:meth:`read_event`); queries need another connection.
+
+    ``server_id`` identifies this reader to the source as a replica. It must be unique among everything that
+    replicates from that server: a second dump with the same id makes the server kill the first one. Leave it
+    ``None`` to draw a random id from :data:`SERVER_ID_RANGE`.
+
+    ``heartbeat_period`` (seconds, 0 = off): while idle, the server sends a HEARTBEAT event (type 27) this
+    often, which proves the connection is alive. When no byte at all arrives for ``idle_timeout`` seconds,
+    reading raises :class:`SourceConnectionError`. The default ``idle_timeout`` is
+    ``max(30, 4 * heartbeat_period)`` with heartbeats, and no limit without.
+    """
+
+    def __init__(
+        self,
+        conn: Any,
+        dsn: DSN,
+        info: ServerInfo,
+        *,
+        server_id: int,
+        heartbeat_period: float,
+        idle_timeout: float | None,
+        checksum: bool,
+    ) -> None:
+        self._conn = conn
+        self.dsn = dsn
+        self.info = info
+        self.server_id = server_id
+        self.heartbeat_period = heartbeat_period
+        self.idle_timeout = idle_timeout
+        self.checksum = checksum
+        """Whether streamed events end with a 4-byte CRC32 (the server's ``binlog_checksum`` is CRC32)."""
+        self._reader: compat.PacketReader | None = None
+        self._batch: list[bytes] = []
+        self._batch_index = 0
+        self._finished = False
+        self._closed = False
+        self._broken: str | None = None
+
+    # ---- connecting -----------------------------------------------------------------------------------
+
+    @classmethod
+    async def connect(
+        cls,
+        dsn: DSN,
+        *,
+        server_id: int | None = None,
+        heartbeat_period: float = 5.0,
+        check_preconditions: bool = True,
+        idle_timeout: float | None = None,
+    ) -> BinlogConnection:
+        """Connect, read :class:`ServerInfo`, check the server is set up for row-based CDC, negotiate
+        checksums and heartbeats.
+
+        Raises :class:`AuthenticationError` (wrong credentials or missing privilege),
+        :class:`SourceConnectionError` (unreachable; retriable), :class:`PreconditionError` (binlog off, not
+        ROW, not FULL row image) and :class:`ConfigurationError` (bad arguments).
+        """
+        compat.check_asyncmy_compat()
+        if server_id is not None and (
+            isinstance(server_id, bool) or not isinstance(server_id, int) or not 0 < server_id <= 0xFFFF_FFFF
+        ):
+            raise ConfigurationError(f"server_id must be an integer from 1 to 4294967295, got {server_id!r}")
+        if not 0 <= heartbeat_period <= _MAX_HEARTBEAT_SECONDS:
+            raise ConfigurationError(
+                f"heartbeat_period must be from 0 (off) to {_MAX_HEARTBEAT_SECONDS:g} seconds, got "
+                f"{heartbeat_period!r}"
+            )
+        if idle_timeout is None and heartbeat_period > 0:
+            idle_timeout = max(_MIN_IDLE_TIMEOUT, 4 * heartbeat_period)
+        if idle_timeout is not None and not idle_timeout > 0:
+            raise ConfigurationError(f"idle_timeout must be positive seconds or None, got {idle_timeout!r}")
+
+        ssl_context = dsn.ssl_context()
+        with _translate_errors(dsn, during="connecting"):
+            conn = await asyncmy.connect(
+                host=dsn.host,
+                port=dsn.port,
+                user=dsn.user,
+                password=dsn.password.encode("utf-8"),
+                database=dsn.database,
+                unix_socket=dsn.unix_socket,
+                ssl=ssl_context,
+                connect_timeout=dsn.connect_timeout,
+                autocommit=True,
+                charset="utf8mb4",
+                program_name="mybinlog",
+            )
+        try:
+            return await cls._setup(
+                conn,
+                dsn,
+                server_id=server_id,
+                heartbeat_period=heartbeat_period,
+                idle_timeout=idle_timeout,
+                check_preconditions=check_preconditions,
+            )
+        except BaseException:
+            compat.close_transport(conn)
+            raise
+
+    @classmethod
+    async def _setup(
+        cls,
+        conn: Any,
+        dsn: DSN,
+        *,
+        server_id: int | None,
+        heartbeat_period: float,
+        idle_timeout: float | None,
+        check_preconditions: bool,
+    ) -> BinlogConnection:
+        names = (
+            "version",
+            "server_id",
+            "server_uuid",
+            "gtid_mode",
+            "log_bin",
+            "binlog_format",
+            "binlog_row_image",
+            "binlog_row_metadata",
+            "binlog_checksum",
+        )
+        in_list = ", ".join(f"'{name}'" for name in names)
+        rows = await _query(conn, dsn, f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({in_list})")
+        info = _server_info({str(row[0]).lower(): _text(row[1]) for row in rows})
+        if check_preconditions:
+            _check_binlog_settings(info, dsn)
+            grants = await _query(conn, dsn, "SHOW GRANTS", flavor=info.flavor)
+            missing = missing_privileges([_text(row[0]) for row in grants], info.flavor)
+            if missing:
+                raise AuthenticationError(
+                    f"{dsn.display}: user {dsn.user!r} lacks {' and '.join(missing)}, needed to read "
+                    "the binlog: "
+                    f"{_grant_hint(info.flavor, dsn.user)}"
+                )
+            if missing is None:
+                logger.debug("%s: privileges come from roles; not checked before the dump", dsn.display)
+        if server_id is None:
+            server_id = random_server_id(avoid=info.server_id)
+        elif server_id == info.server_id:
+            logger.warning(
+                "%s: server_id %d is the source's own server_id; pick another (or leave it None)",
+                dsn.display,
+                server_id,
+            )
+
+        # Checksums: announce we understand the server's algorithm, or it refuses to dump (MySQL) or strips.
+        checksum = info.binlog_checksum != "NONE"
+        statements = ["SET @master_binlog_checksum = @@global.binlog_checksum"]
+        if info.flavor == "mysql":
+            statements.append("SET @source_binlog_checksum = @@global.binlog_checksum")
+        else:
+            statements.append(f"SET @mariadb_slave_capability = {MARIA_SLAVE_CAPABILITY_GTID}")
+        if heartbeat_period > 0:
+            nanoseconds = int(heartbeat_period * 1_000_000_000)
+            statements.append(f"SET @master_heartbeat_period = {nanoseconds}")
+            if info.flavor == "mysql":
+                statements.append(f"SET @source_heartbeat_period = {nanoseconds}")
+        for statement in statements:
+            await _query(conn, dsn, statement, flavor=info.flavor)
+        logger.info(
+            "%s: connected to %s %s (server_id %d), replica server_id %d, checksum %s, heartbeat %gs",
+            dsn.display,
+            info.flavor,
+            info.version_string,
+            info.server_id,
+            server_id,
+            info.binlog_checksum,
+            heartbeat_period,
+        )
+        return cls(
+            conn,
+            dsn,
+            info,
+            server_id=server_id,
+            heartbeat_period=heartbeat_period,
+            idle_timeout=idle_timeout,
+            checksum=checksum,
+        )
+
+    # ---- control queries ------------------------------------------------------------------------------
+
+    def _check_queryable(self) -> None:
+        if self._closed:
+            raise ConfigurationError(f"{self.dsn.display}: the connection is closed")
+        if self._reader is not None:
+            raise ConfigurationError(
+                f"{self.dsn.display}: this connection is streaming the binlog and cannot run queries; "
+                "open a second BinlogConnection for control queries"
+            )
+
+    async def query(self, sql: str, args: tuple[object, ...] | None = None) -> list[tuple[Any, ...]]:
+        """Run a control query before the dump starts; returns the rows."""
+        self._check_queryable()
+        return await _query(self._conn, self.dsn, sql, args, flavor=self.info.flavor)
+
+    async def current_position(self) -> tuple[str, int, str]:
+        """The server's current binlog end: ``(file, position, executed GTID set as text)``.
+
+        MySQL >= 8.2 uses ``SHOW BINARY LOG STATUS`` (older: ``SHOW MASTER STATUS``) and its Executed_Gtid_Set
+        column (``''`` when gtid_mode is off). MariaDB uses ``SHOW MASTER STATUS`` and
+        ``BINLOG_GTID_POS(file, position)``, so the GTID position matches the file position exactly.
+        """
+        use_new = self.info.flavor == "mysql" and self.info.version >= (8, 2, 0)
+        rows = await self.query("SHOW BINARY LOG STATUS" if use_new else "SHOW MASTER STATUS")
+        if not rows:
+            raise PreconditionError(
+                f"{self.dsn.display}: the server reports no binlog position (binary logging is off); "
+                "start it "
+                "with --log-bin"
+            )
+        row = rows[0]
+        file, position = _text(row[0]), int(row[1])
+        if self.info.flavor == "mariadb":
+            gtid_rows = await self.query("SELECT BINLOG_GTID_POS(%s, %s)", (file, position))
+            gtid = _text(gtid_rows[0][0]) if gtid_rows and gtid_rows[0][0] is not None else None
+            if gtid is None:
+                gtid_rows = await self.query("SELECT @@global.gtid_binlog_pos")
+                gtid = _text(gtid_rows[0][0]) if gtid_rows else ""
+        elif len(row) >= 5:
+            gtid = _text(row[4])
+        else:
+            gtid_rows = await self.query("SELECT @@global.gtid_executed")
+            gtid = _text(gtid_rows[0][0]) if gtid_rows else ""
+        return file, position, gtid.replace("\n", "").replace(" ", "")
+
+    async def binlog_files(self) -> list[tuple[str, int]]:
+        """``SHOW BINARY LOGS``: the binlog files still on the server, oldest first, with their sizes."""
+        rows = await self.query("SHOW BINARY LOGS")
+        return [(_text(row[0]), int(row[1])) for row in rows]
+
+    # ---- the dump -------------------------------------------------------------------------------------
+
+    async def start_dump(
+        self,
+        *,
+        file: str | None = None,
+        position: int = 4,
+        gtid_set: str | object | None = None,
+        blocking: bool = True,
+    ) -> None:
+        """Ask the server to stream the binlog, and wait until it has accepted (the first packet is in).
+
+        - ``file``/``position``: start at that file and byte offset (4 = the file's first event).
+        - ``gtid_set``: start after these executed GTIDs. MySQL: a GTID set (text or ``MySQLGtidSet``), sent
+          with COM_BINLOG_DUMP_GTID; the server skips every transaction in the set. MariaDB: a GTID position
+          (text or ``MariaDBGtidSet``), e.g. ``@@gtid_binlog_pos`` of an earlier moment; the server starts
+          after it (strict mode: a GTID that is not in the binlog is an error).
+        - neither: the oldest binlog file still on the server.
+        - ``blocking=False``: the server ends the stream at the current end of the binlog; :meth:`read_event`
+          then returns ``None``. With ``blocking=True`` it waits for new events (and sends heartbeats).
+
+        Raises :class:`BinlogPurgedError` when the start is no longer on the server.
+        """
+        self._check_queryable()
+        if file is not None and gtid_set is not None:
+            raise ConfigurationError("start_dump() takes file/position or gtid_set, not both")
+        if isinstance(position, bool) or not isinstance(position, int) or position < 4:
+            raise ConfigurationError(
+                f"position must be an integer >= 4 (a binlog's first event), got {position!r}"
+            )
+        flags = 0 if blocking else BINLOG_DUMP_NON_BLOCK
+        info = self.info
+        if gtid_set is not None:
+            if info.flavor == "mariadb":
+                payload = await self._prepare_mariadb_gtid(gtid_set, flags)
+                description = f"GTID position {_mariadb_gtid_text(gtid_set)!r}"
+            else:
+                payload = self._prepare_mysql_gtid(gtid_set, flags)
+                description = f"after GTID set {str(gtid_set)!r}"
+        else:
+            if file is None:
+                files = await self.binlog_files()
+                if not files:
+                    raise PreconditionError(
+                        f"{self.dsn.display}: the server has no binlog files (binary logging is off); "
+                        "start it "
+                        "with --log-bin"
+                    )
+                file, position = files[0][0], 4
+            if position > 0xFFFF_FFFF:
+                if info.flavor == "mariadb":
+                    raise ConfigurationError(f"position {position} does not fit COM_BINLOG_DUMP's 32 bits")
+                payload = encode_binlog_dump_gtid(
+                    file=file, position=position, server_id=self.server_id, flags=flags, gtid_data=b""
+                )
+            else:
+                payload = encode_binlog_dump(
+                    file=file, position=position, server_id=self.server_id, flags=flags
+                )
+            description = f"{file}:{position}"
+
+        conn = self._conn
+        with _translate_errors(self.dsn, flavor=info.flavor, during="starting the binlog dump"):
+            await compat.send_command(conn, payload)
+            self._reader = compat.PacketReader(conn, idle_timeout=self.idle_timeout)
+        logger.info(
+            "%s: binlog dump from %s (%s, replica server_id %d)",
+            self.dsn.display,
+            description,
+            "blocking" if blocking else "non-blocking",
+            self.server_id,
+        )
+        # The server answers with the first event (a fake ROTATE) once positioned, or with an error.
+        first = await self._read_packet()
+        if first[:1] == b"\xff":
+            self._fail(first)
+        self._batch_index -= 1  # read_event() starts with this packet
+
+    def _prepare_mysql_gtid(self, gtid_set: object, flags: int) -> bytes:
+        from ._gtid import MySQLGtidSet
+
+        if not self.info.gtid_mode:
+            raise PreconditionError(
+                f"{self.dsn.display}: a GTID start needs gtid_mode=ON on the server (it is OFF); "
+                "start from a "
+                "file and position instead, or enable GTIDs (SET GLOBAL gtid_mode ... step by step to ON)"
+            )
+        if isinstance(gtid_set, str):
+            gtid_set = MySQLGtidSet.parse(gtid_set)
+        if not isinstance(gtid_set, MySQLGtidSet):
+            raise ConfigurationError(
+                f"gtid_set must be a MySQL GTID set (text or MySQLGtidSet), got {type(gtid_set).__name__}"
+            )
+        return encode_binlog_dump_gtid(
+            file="",
+            position=4,
+            server_id=self.server_id,
+            flags=flags | BINLOG_THROUGH_GTID,
+            gtid_data=gtid_set.encode(),
+        )
+
+    async def _prepare_mariadb_gtid(self, gtid_set: object, flags: int) -> bytes:
+        text = _mariadb_gtid_text(gtid_set)
+        # Validated to digits, dashes and commas, so it is safe inside the quotes.
+        await self.query(
+            f"SET @slave_connect_state = '{text}', @slave_gtid_strict_mode = 1, "
+            "@slave_gtid_ignore_duplicates = 0"
+        )
+        # COM_BINLOG_DUMP with an empty file name and position 4: exactly 11 bytes, no trailing byte.
+        return encode_binlog_dump(file="", position=4, server_id=self.server_id, flags=flags)
+
+    async def _read_packet(self) -> bytes:
+        """The next packet payload, from the current batch or a new one (errors translated)."""
+        batch = self._batch
+        index = self._batch_index
+        if index < len(batch):
+            self._batch_index = index + 1
+            return batch[index]
+        reader = self._reader
+        if reader is None:
+            raise ConfigurationError(f"{self.dsn.display}: call start_dump() before read_event()")
+        if self._broken is not None:
+            raise SourceConnectionError(
+                f"{self.dsn.display}: the connection is unusable ({self._broken}); reconnect"
+            )
+        try:
+            batch = await reader.read_batch()
+        except Exception as exc:
+            error = _translate_exception(exc, self.dsn, flavor=self.info.flavor, during="reading the binlog")
+            if error is None:
+                raise
+            self._broken = error.message
+            compat.close_transport(self._conn)
+            raise error from exc
+        # stored before returning: a cancelled caller loses nothing
+        self._batch = batch
+        self._batch_index = 1
+        return batch[0]
+
+    def _fail(self, packet: bytes) -> NoReturn:
+        errno, _state, message = parse_error_packet(packet)
+        error = translate_server_error(
+            self.dsn, errno, message, flavor=self.info.flavor, during="binlog dump"
+        )
+        self._broken = error.message
+        compat.close_transport(self._conn)
+        raise error
+
+    async def read_event(self) -> bytes | None:
+        """The next raw event, or ``None`` when a non-blocking dump has reached the end of the binlog.
+
+        The bytes are the event as in a binlog file: 19-byte header, body, CRC32 (if :attr:`checksum`).
+        Raises :class:`SourceConnectionError` when the connection drops (or stays silent past
+        ``idle_timeout``), and the translated server error when the server ends the dump with one.
+        Cancelling a read loses nothing: the next call returns the same event.
+        """
+        batch = self._batch
+        index = self._batch_index
+        if index < len(batch):
+            self._batch_index = index + 1
+            packet = batch[index]
+        elif self._finished:
+            return None
+        else:
+            packet = await self._read_packet()
+        if packet[:1] == b"\x00":
+            return packet[1:]
+        self._end_of_stream(packet)
+        return None
+
+    def _end_of_stream(self, packet: bytes) -> None:
+        """A packet that is not an event: EOF (end of a non-blocking dump) returns, anything else raises."""
+        if packet[:1] == b"\xfe":
+            self._finished = True
+            self._batch = []
+            self._batch_index = 0
+            logger.debug("%s: end of the non-blocking binlog dump", self.dsn.display)
+            return
+        if packet[:1] == b"\xff":
+            self._fail(packet)
+        self._broken = f"unexpected packet starting with {packet[:1].hex() or 'nothing'}"
+        compat.close_transport(self._conn)
+        raise SourceConnectionError(
+            f"{self.dsn.display}: {self._broken} in the binlog stream; reconnect and resume from the "
+            "last position"
+        )
+
+    @property
+    def streaming(self) -> bool:
+        """True once :meth:`start_dump` succeeded and until the stream ended or failed."""
+        return self._reader is not None and not self._finished and self._broken is None and not self._closed
+
+    # ---- closing --------------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close the connection (idempotent). A connection that never streamed says goodbye with COM_QUIT."""
+        if self._closed:
+            return
+        self._closed = True
+        conn = self._conn
+        if self._reader is None and self._broken is None:
+            with contextlib.suppress(Exception):
+                await conn.ensure_closed()
+        compat.close_transport(conn)
+
+    async def __aenter__(self) -> BinlogConnection:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "streaming" if self.streaming else "open"
+        return f"<BinlogConnection {self.dsn.display} {self.info.flavor} {state} server_id={self.server_id}>"
+
+
+# -- helpers --------------------------------------------------------------------------------------------
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "replace")
+    return "" if value is None else str(value)
+
+
+def _mariadb_gtid_text(gtid_set: object) -> str:
+    text = str(gtid_set).strip()
+    elements = [e.strip() for e in text.split(",") if e.strip()]
+    for element in elements:
+        if not _MARIADB_GTID_RE.fullmatch(element) or not element.isascii():
+            raise ConfigurationError(
+                f"{text!r} is not a MariaDB GTID position; expected domain-server-seq list like "
+                "'0-1-100,1-2-5' "
+                "(e.g. @@gtid_binlog_pos)"
+            )
+    return ",".join(elements)
+
+
+async def _query(
+    conn: Any,
+    dsn: DSN,
+    sql: str,
+    args: tuple[object, ...] | None = None,
+    *,
+    flavor: str | None = None,
+) -> list[tuple[Any, ...]]:
+    with _translate_errors(dsn, flavor=flavor, during=sql.split(" ", 1)[0].lower()):
+        async with conn.cursor() as cursor:
+            await cursor.execute(sql, args)
+            rows = await cursor.fetchall()
+    return [tuple(row) for row in rows or ()]

@@ -1,0 +1,176 @@
+"""The ``mybinlog`` command line: ``dump`` (decode binlog files or a live server), ``demo``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import TextIO
+
+from ._dsn import DSN
+from ._exceptions import MybinlogError
+from ._files import iter_binlog_events
+from ._format import event_to_json, event_to_text
+from ._protocol._events import Event
+
+__all__ = ["main"]
+
+logger = logging.getLogger("mybinlog.cli")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mybinlog", description="MySQL/MariaDB change data capture tools.")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    dump = sub.add_parser(
+        "dump",
+        help="print the events of binlog files or of a live server",
+        description="Decode binlog events from files (--file) or a server (--dsn) and print them, one per line "
+        "(--format jsonl) or readably (default). The JSON Lines format is documented in docs/dump-format.md.",
+    )
+    src = dump.add_mutually_exclusive_group(required=True)
+    src.add_argument("--file", nargs="+", metavar="PATH", help="binlog file(s), read in the order given")
+    src.add_argument(
+        "--dsn",
+        metavar="URL",
+        help="mysql://user:password@host:port (the password may instead come from MYBINLOG_PASSWORD)",
+    )
+    dump.add_argument("--format", choices=("text", "jsonl"), default="text", help="output format (default text)")
+    dump.add_argument("--follow-rotate", action="store_true", help="with --file: continue into the next file")
+    start = dump.add_mutually_exclusive_group()
+    start.add_argument("--gtid", metavar="SET", help="with --dsn: start after this executed GTID set")
+    start.add_argument("--binlog-file", metavar="NAME", help="with --dsn: start at this binlog file")
+    start.add_argument("--from-beginning", action="store_true", help="with --dsn: start at the oldest binlog")
+    dump.add_argument("--position", type=int, default=4, help="offset in the first file (default 4)")
+    dump.add_argument("--stop-at-end", action="store_true", help="with --dsn: stop at the current end")
+    dump.add_argument("--server-id", type=int, default=None, help="with --dsn: replica server id (default random)")
+    dump.add_argument("--no-verify-checksum", action="store_true", help="do not verify event CRC32 checksums")
+    dump.add_argument("--limit", type=int, default=None, metavar="N", help="stop after N events")
+
+    demo = sub.add_parser(
+        "demo",
+        help="start a throwaway local MariaDB, write to it, and stream the changes (zero setup)",
+        description="Start a private MariaDB server in a temporary directory, run a small workload against it and "
+        "print the decoded change stream. Needs mariadbd installed (scripts/setup.sh does it).",
+    )
+    demo.add_argument("--transactions", type=int, default=20, help="how many transactions to write (default 20)")
+    demo.add_argument("--format", choices=("text", "jsonl"), default="text")
+    return parser
+
+
+def _render(fmt: str) -> Callable[[Event], str]:
+    return event_to_json if fmt == "jsonl" else event_to_text
+
+
+def _write_all(events: Iterable[Event], fmt: str, out: TextIO, limit: int | None) -> int:
+    render = _render(fmt)
+    n = 0
+    buf: list[str] = []
+    for event in events:
+        buf.append(render(event))
+        n += 1
+        if len(buf) >= 512:
+            out.write("\n".join(buf) + "\n")
+            buf.clear()
+        if limit is not None and n >= limit:
+            break
+    if buf:
+        out.write("\n".join(buf) + "\n")
+    return n
+
+
+async def _dump_server(args: argparse.Namespace, out: TextIO) -> int:
+    from ._stream import BinlogStream
+
+    dsn = DSN.parse(args.dsn)
+    if not dsn.password and os.environ.get("MYBINLOG_PASSWORD"):
+        dsn = DSN(**{**_dsn_fields(dsn), "password": os.environ["MYBINLOG_PASSWORD"]})
+    stream = BinlogStream(
+        dsn,
+        gtid_set=args.gtid,
+        binlog_file=args.binlog_file,
+        position=args.position,
+        from_beginning=args.from_beginning,
+        blocking=not args.stop_at_end,
+        server_id=args.server_id,
+        verify_checksum=not args.no_verify_checksum,
+    )
+    render = _render(args.format)
+    n = 0
+    async with stream:
+        async for event in stream:
+            out.write(render(event) + "\n")
+            n += 1
+            if args.limit is not None and n >= args.limit:
+                break
+            if n % 256 == 0:
+                out.flush()
+    out.flush()
+    return n
+
+
+def _dsn_fields(dsn: DSN) -> dict[str, object]:
+    import dataclasses
+
+    return {f.name: getattr(dsn, f.name) for f in dataclasses.fields(dsn)}
+
+
+def _run_async(coro_factory: Callable[[], object]) -> None:
+    async def runner() -> None:
+        task = asyncio.ensure_future(coro_factory())  # type: ignore[arg-type]
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, task.cancel)
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(runner())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    out = sys.stdout
+    try:
+        if args.command == "dump":
+            if args.file:
+                if args.gtid or args.binlog_file or args.from_beginning or args.stop_at_end:
+                    parser.error("--gtid/--binlog-file/--from-beginning/--stop-at-end go with --dsn, not --file")
+                events = iter_binlog_events(
+                    args.file,
+                    verify_checksum=not args.no_verify_checksum,
+                    follow_rotate=args.follow_rotate,
+                    start=args.position,
+                )
+                _write_all(events, args.format, out, args.limit)
+            else:
+                _run_async(lambda: _dump_server(args, out))
+        elif args.command == "demo":
+            from ._demo import run_demo
+
+            _run_async(lambda: run_demo(args.transactions, args.format, out))
+        out.flush()
+    except MybinlogError as exc:
+        print(f"mybinlog: error: {exc}", file=sys.stderr)  # noqa: T201
+        return 1
+    except BrokenPipeError:
+        # output piped into `head` and closed: not an error
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+"""Shared fixtures: private MariaDB servers, per-test databases, the binlog corpus.
+
+Fixtures
+--------
+``mariadb`` (session)          one :class:`tests.servers.MariaDBServer` shared by the whole session
+``db`` (function)              name of a fresh database on ``mariadb``, dropped after the test
+``db_conn`` (function)         pymysql connection (admin, autocommit, utf8mb4, time_zone +00:00) to ``db``
+``mariadb_factory`` (function) ``mariadb_factory(**options) -> MariaDBServer``: a new started server per
+                               call, options as in MariaDBServer (``binlog_format="STATEMENT"``,
+                               ``log_bin=None``...)
+``fresh_mariadb`` (function)   ``mariadb_factory()`` with the default options, for tests that restart/kill
+``corpus_dir`` (session)       Path of the binlog corpus
+
+Missing MariaDB binaries or corpus: the test fails when the environment has CI=true, and is skipped otherwise.
+Tests that use a server fixture get the ``integration`` marker automatically; those using ``corpus_dir`` get
+``corpus``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+from tests import corpus
+from tests.servers import MariaDBServer, find_mariadb
+
+_SERVER_FIXTURES = frozenset({"mariadb", "fresh_mariadb", "mariadb_factory", "db", "db_conn"})
+_db_counter = itertools.count(1)
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI") == "true"
+
+
+def skip_or_fail(reason: str) -> NoReturn:
+    """Fail under CI=true (a missing prerequisite is a broken CI machine), skip elsewhere."""
+    if in_ci():
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
+
+
+def _require_mariadb() -> None:
+    if find_mariadb() is None:
+        skip_or_fail(
+            "MariaDB server binaries (mariadbd, mariadb-install-db) not found: run `bash scripts/setup.sh` "
+            "to install mariadb-server and mariadb-client"
+        )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & _SERVER_FIXTURES:
+            item.add_marker(pytest.mark.integration)
+        if "corpus_dir" in names:
+            item.add_marker(pytest.mark.corpus)
+
+
+@pytest.fixture(scope="session")
+def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDBServer]:
+    """One private MariaDB server for the whole session. Never restart/reconfigure it: use fresh_mariadb."""
+    _require_mariadb()
+    server = MariaDBServer(tmp_path_factory.mktemp("mariadb-session"), name="session")
+    server.start()
+    try:
+        yield server
+    finally:
+        try:
+            server.stop()
+        finally:
+            server.cleanup()
+
+
+@pytest.fixture
+def mariadb_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., MariaDBServer]]:
+    """Start new private servers: ``mariadb_factory(binlog_format="STATEMENT")``; all are removed afterwards.
+
+    Keyword arguments are MariaDBServer options; ``start=False`` returns the server unstarted, and
+    ``extra_args=[...]`` / ``startup_timeout=...`` are passed through.
+    """
+    _require_mariadb()
+    servers: list[MariaDBServer] = []
+
+    def factory(
+        *,
+        start: bool = True,
+        extra_args: tuple[str, ...] | list[str] = (),
+        startup_timeout: float = 60.0,
+        **options: Any,
+    ) -> MariaDBServer:
+        server = MariaDBServer(
+            tmp_path_factory.mktemp("mariadb"),
+            options=options,
+            extra_args=extra_args,
+            startup_timeout=startup_timeout,
+            name=f"fresh{len(servers) + 1}",
+        )
+        servers.append(server)
+        if start:
+            server.start()
+        return server
+
+    yield factory
+    for server in servers:
+        try:
+            server.stop(timeout=30)
+        finally:
+            server.cleanup()
+
+
+@pytest.fixture
+def fresh_mariadb(mariadb_factory: Callable[..., MariaDBServer]) -> MariaDBServer:
+    """A new server with default options, private to this test (restart, kill and reconfigure freely)."""
+    return mariadb_factory()
+
+
+@pytest.fixture
+def db(mariadb: MariaDBServer, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A database unique to this test on the shared server, dropped afterwards."""
+    stem = re.sub(r"[^0-9a-zA-Z_]", "_", request.node.name)[:40]
+    name = f"t{next(_db_counter)}_{stem}"
+    mariadb.create_database(name)
+    try:
+        yield name
+    finally:
+        if mariadb.running:
+            mariadb.drop_database(name)
+
+
+@pytest.fixture
+def db_conn(mariadb: MariaDBServer, db: str) -> Iterator[Any]:
+    """pymysql connection (admin, autocommit, utf8mb4, session time_zone '+00:00') using ``db``."""
+    conn = mariadb.connect(database=db)
+    with conn.cursor() as cur:
+        cur.execute("SET time_zone = '+00:00'")
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    """The binlog corpus (env MYBINLOG_CORPUS, default <repo>/../shared/testdata/binlog-corpus)."""
+    path = corpus.corpus_dir()
+    if path is None:
+        skip_or_fail(corpus.missing_reason())
+    return path
