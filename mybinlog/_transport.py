@@ -778,7 +778,7 @@ class BinlogConnection:
             return None
         else:
             packet = await self._read_packet()
-        if packet[:1] == b"\x00":
+        if packet and not packet[0]:  # 0x00: an event follows
             return packet[1:]
         self._end_of_stream(packet)
         return None

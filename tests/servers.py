@@ -472,7 +472,7 @@ class MariaDBServer:
             raise ValueError(f"user must be 'admin' or 'repl', not {user!r}")
         kwargs: dict[str, Any] = {"host": self.host, "port": self.port, **creds}
         if database is not None:
-            kwargs["db"] = database
+            kwargs["database"] = database
         return kwargs
 
     def __repr__(self) -> str:

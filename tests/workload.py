@@ -29,12 +29,17 @@ CHAR / VARCHAR / *TEXT                     ``str`` (column charset; MariaDB ``la
 BINARY / VARBINARY / *BLOB                 ``bytes``
 ENUM                                       ``str`` (the member)
 SET                                        ``frozenset[str]``
-JSON                                       parsed Python value (MariaDB stores JSON as LONGTEXT)
+JSON                                       parsed Python value; from MariaDB (JSON is a LONGTEXT alias, the
+                                           binlog cannot tell) the JSON text as ``str``; normalize() parses
+                                           ``str``/``bytes``, so workload JSON is always an object or array
 GEOMETRY / POINT                           ``bytes``: 4-byte little-endian SRID + WKB, as stored
-UUID, INET6 (MariaDB data types)           ``bytes`` (16): the binlog carries them as BINARY(16);
-                                           the workload writes ``uuid.UUID`` / ``ipaddress.IPv6Address``
+UUID, INET6 (MariaDB data types)           ``bytes`` (16): the binlog carries them as BINARY(16), in
+                                           text order; the workload writes ``uuid.UUID`` / ``IPv6Address``
 NULL                                       ``None``
 =========================================  ===============================================================
+
+BINARY(n) (and so UUID and INET6): the binlog row image drops trailing zero bytes (an all-zero UUID is
+stored with length 0); the decoder pads the value back to ``n`` bytes, and :func:`normalize` pads too.
 
 :func:`normalize` maps any of the accepted representations (decoder output, pymysql ``SELECT`` output,
 workload values) of one column type to one canonical comparable form, e.g. FLOAT rounded to 6 significant
@@ -416,12 +421,12 @@ def normalize(value: Any, column_type: str | TypeInfo) -> Any:
     if base == "uuid":
         if isinstance(value, uuid.UUID):
             return value
-        if isinstance(value, bytes | bytearray) and len(value) == 16:
-            return uuid.UUID(bytes=bytes(value))
+        if isinstance(value, bytes | bytearray) and len(value) <= 16:
+            return uuid.UUID(bytes=bytes(value).ljust(16, b"\0"))
         return uuid.UUID(value.decode() if isinstance(value, bytes) else str(value))
     if base == "inet6":
-        if isinstance(value, bytes | bytearray) and len(value) == 16:
-            return ipaddress.IPv6Address(bytes(value))
+        if isinstance(value, bytes | bytearray) and len(value) <= 16:
+            return ipaddress.IPv6Address(bytes(value).ljust(16, b"\0"))
         if isinstance(value, ipaddress.IPv4Address):
             return ipaddress.IPv6Address(f"::ffff:{value}")
         text = value.decode() if isinstance(value, bytes) else str(value)
@@ -671,12 +676,15 @@ def random_value(rng: random.Random, column_type: str | TypeInfo, *, large: bool
     if base == "set":
         return frozenset(m for m in info.args if rng.random() < 0.3)
     if base == "json":
+        # top level always an object or array: a str would be ambiguous with JSON text in normalize()
         doc = _random_json(rng)
-        return doc if doc is not None else {}
+        return doc if isinstance(doc, dict | list) else [doc]
     if base in ("geometry", "point"):
         return _random_geometry(rng, point_only=base == "point")
     if base == "uuid":
-        return uuid.UUID(int=rng.getrandbits(128))
+        # MariaDB rejects some non-RFC variant/version combinations: write RFC 4122 UUIDs v1, v4, v7
+        bits = rng.getrandbits(128) & ~(0xF000 << 64) & ~(0xC000 << 48)
+        return uuid.UUID(int=bits | rng.choice((1, 4, 7)) << 76 | 0x8000 << 48)
     if base == "inet6":
         if rng.random() < 0.3:
             return ipaddress.IPv6Address(f"::ffff:{ipaddress.IPv4Address(rng.getrandbits(32))}")

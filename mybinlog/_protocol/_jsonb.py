@@ -2,10 +2,10 @@
 
 MySQL 5.7+ stores a JSON column value in its own binary format: one type byte, then the value. Containers
 (objects and arrays) come in a small form (16-bit counts and offsets, documents under 64 KiB) and a large form
-(32-bit); keys are sorted by length, then bytewise. Scalars small enough to fit an entry's offset field (literals,
-16-bit integers, and in the large form 32-bit integers) are inlined in the entry. Other values are addressed by
-an offset from the start of their container. Strings and OPAQUE values carry a variable-length size (7 bits per
-byte, least significant group first, high bit = more bytes follow; at most 5 bytes).
+(32-bit); keys are sorted by length, then bytewise. Scalars small enough to fit an entry's offset field
+(literals, 16-bit integers, and in the large form 32-bit integers) are inlined in the entry. Other values are
+addressed by an offset from the start of their container. Strings and OPAQUE values carry a variable-length
+size (7 bits per byte, least significant group first, high bit = more bytes follow; at most 5 bytes).
 
 :func:`decode_jsonb` turns a document into Python values:
 
@@ -34,15 +34,15 @@ Malformed input always raises :class:`~mybinlog._exceptions.DecodeError`, never 
 ``struct.error``, ``UnicodeDecodeError`` or ``RecursionError``: every offset and size is checked against the
 enclosing container, and nesting deeper than :data:`MAX_DEPTH` is rejected (MySQL itself allows 100).
 
-:func:`render_json_mysql_text` produces MySQL's ``CAST(json AS CHAR)`` text. One documented deviation, kept for
-agreement with go-mysql's conformance vectors: an OPAQUE value of type VAR_STRING (253) is rendered with the
-``base64:type253:`` envelope like every other non-temporal opaque, whereas recent MySQL servers print it as a
-plain string.
+:func:`render_json_mysql_text` produces MySQL's ``CAST(json AS CHAR)`` text. One documented deviation, kept
+for agreement with go-mysql's conformance vectors: an OPAQUE value of type VAR_STRING (253) is rendered with
+the ``base64:type253:`` envelope like every other non-temporal opaque, whereas recent MySQL servers print it
+as a plain string.
 
 Partial updates (``binlog_row_value_options=PARTIAL_JSON``, PARTIAL_UPDATE_ROWS_EVENT, type 39) carry, instead
 of the whole after-image of a JSON column, a list of diffs (REPLACE / INSERT / REMOVE at a path) that MySQL
-applies to the before-image: :func:`decode_json_diff` reads them and :func:`apply_json_diffs` applies them with
-the server's semantics.
+applies to the before-image: :func:`decode_json_diff` reads them and :func:`apply_json_diffs` applies them
+with the server's semantics.
 """
 
 from __future__ import annotations
@@ -89,8 +89,8 @@ class JsonOpaque:
 
 
 JsonValue: TypeAlias = (
-    "dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None | Decimal | datetime.date"
-    " | datetime.datetime | datetime.timedelta | JsonOpaque"
+    "dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | Decimal | datetime.date"
+    " | datetime.datetime | datetime.timedelta | JsonOpaque | None"
 )
 
 #: Deepest container nesting accepted by :func:`decode_jsonb` (MySQL's own limit is 100).
@@ -149,8 +149,8 @@ class _Malformed(Exception):
 def read_varlen(buf: bytes, pos: int, end: int | None = None) -> tuple[int, int]:
     """Read a JSONB variable-length size at ``pos``; returns ``(value, new_pos)``.
 
-    7 bits per byte, least significant group first, high bit set when another byte follows; at most 5 bytes and
-    at most 2**32 - 1, as MySQL writes it.
+    7 bits per byte, least significant group first, high bit set when another byte follows; at most 5 bytes
+    and at most 2**32 - 1, as MySQL writes it.
     """
     if end is None:
         end = len(buf)
@@ -161,11 +161,15 @@ def read_varlen(buf: bytes, pos: int, end: int | None = None) -> tuple[int, int]
         value |= (b & 0x7F) << shift
         if not b & 0x80:
             if value > 0xFFFFFFFF:
-                raise DecodeError(f"JSON variable-length size at offset {pos} exceeds 2**32 - 1: corrupt document")
+                raise DecodeError(
+                    f"JSON variable-length size at offset {pos} exceeds 2**32 - 1: corrupt document"
+                )
             return value, i + 1
         shift += 7
     if pos + 5 <= end:
-        raise DecodeError(f"JSON variable-length size at offset {pos} is longer than 5 bytes: corrupt document")
+        raise DecodeError(
+            f"JSON variable-length size at offset {pos} is longer than 5 bytes: corrupt document"
+        )
     raise TruncatedError(f"JSON variable-length size at offset {pos} runs past the end of the document")
 
 
@@ -184,9 +188,9 @@ def _packed_fields(packed: int) -> tuple[int, int, int, int, int, int, int, bool
 def decode_opaque(type_code: int, data: bytes) -> JsonValue:
     """Convert the payload of an OPAQUE JSON value of MySQL field type ``type_code``.
 
-    NEWDECIMAL (246) payloads are precision, scale, then the DECIMAL bytes; DATE (10), TIME (11), DATETIME (12)
-    and TIMESTAMP (7) payloads are MySQL's 8-byte little-endian "packed" temporal. Anything else is returned as
-    :class:`JsonOpaque`.
+    NEWDECIMAL (246) payloads are precision, scale, then the DECIMAL bytes; DATE (10), TIME (11), DATETIME
+    (12) and TIMESTAMP (7) payloads are MySQL's 8-byte little-endian "packed" temporal. Anything else is
+    returned as :class:`JsonOpaque`.
     """
     if type_code == _MYSQL_TYPE_NEWDECIMAL:
         if len(data) < 2:
@@ -205,12 +209,13 @@ def decode_opaque(type_code: int, data: bytes) -> JsonValue:
     if type_code in (_MYSQL_TYPE_DATE, _MYSQL_TYPE_TIME, _MYSQL_TYPE_DATETIME, _MYSQL_TYPE_TIMESTAMP):
         if len(data) < 8:
             raise DecodeError(
-                f"JSON OPAQUE temporal of MySQL type {type_code} has {len(data)} bytes but needs 8: corrupt document"
+                f"JSON OPAQUE temporal of MySQL type {type_code} has {len(data)} bytes but needs 8: "
+                "corrupt document"
             )
         packed = _S_I64(data, 0)[0]
         if type_code == _MYSQL_TYPE_TIME:
-            # packed TIME: (hour << 12 | minute << 6 | second) << 24 | microseconds, negated for negative times;
-            # the hour field has 10 bits (up to 838)
+            # packed TIME: (hour << 12 | minute << 6 | second) << 24 | microseconds, negated for negative
+            # times; the hour field has 10 bits (up to 838)
             magnitude = -packed if packed < 0 else packed
             hms = magnitude >> 24
             seconds = ((hms >> 12) & 0x3FF) * 3600 + ((hms >> 6) & 63) * 60 + (hms & 63)
@@ -291,15 +296,15 @@ def _parse_container(data: bytes, type_byte: int, pos: int, end: int, depth: int
         count, size = _S_2U16(data, pos)
         offset_size = 2
     if size > end - pos:
-        raise _Malformed(
-            f"container at offset {pos} claims {size} bytes but only {end - pos} remain"
-        )
+        raise _Malformed(f"container at offset {pos} claims {size} bytes but only {end - pos} remain")
     cend = pos + size
     value_entry = 1 + offset_size
     key_entry = offset_size + 2 if is_object else 0
     header = 2 * offset_size + count * (key_entry + value_entry)
     if header > size:
-        raise _Malformed(f"container at offset {pos} has {count} entries, which do not fit in its {size} bytes")
+        raise _Malformed(
+            f"container at offset {pos} has {count} entries, which do not fit in its {size} bytes"
+        )
     entry = pos + 2 * offset_size
     if is_object:
         keys: list[str] = []
@@ -324,7 +329,9 @@ def _parse_container(data: bytes, type_byte: int, pos: int, end: int, depth: int
     return arr
 
 
-def _parse_entry(data: bytes, entry: int, base: int, size: int, cend: int, large: int, depth: int) -> JsonValue:
+def _parse_entry(
+    data: bytes, entry: int, base: int, size: int, cend: int, large: int, depth: int
+) -> JsonValue:
     t = data[entry]
     # inlined values: literals and 16-bit integers always, 32-bit integers in large containers
     if t == _LITERAL:
@@ -342,7 +349,9 @@ def _parse_entry(data: bytes, entry: int, base: int, size: int, cend: int, large
     else:
         offset = _S_U16(data, entry + 1)[0]
     if offset >= size:
-        raise _Malformed(f"value offset {offset} at offset {entry + 1} lies outside its {size}-byte container")
+        raise _Malformed(
+            f"value offset {offset} at offset {entry + 1} lies outside its {size}-byte container"
+        )
     return _parse_value(data, t, base + offset, cend, depth)
 
 
@@ -364,7 +373,8 @@ def decode_jsonb(data: bytes | bytearray | memoryview) -> JsonValue:
         raise DecodeError(f"malformed MySQL binary JSON document ({n} bytes): {exc}") from None
     except UnicodeDecodeError as exc:
         raise DecodeError(
-            f"malformed MySQL binary JSON document ({n} bytes): a string or key is not valid UTF-8 ({exc.reason})"
+            f"malformed MySQL binary JSON document ({n} bytes): a string or key is not valid UTF-8 "
+            f"({exc.reason})"
         ) from None
     except RecursionError:
         raise DecodeError(
@@ -372,13 +382,14 @@ def decode_jsonb(data: bytes | bytearray | memoryview) -> JsonValue:
         ) from None
     except (IndexError, struct.error) as exc:  # an entry table that runs off the end of the data
         raise DecodeError(
-            f"malformed MySQL binary JSON document ({n} bytes): an entry runs past the end of the data ({exc})"
+            f"malformed MySQL binary JSON document ({n} bytes): an entry runs past the end of the data "
+            f"({exc})"
         ) from None
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # Rendering as MySQL text
-# --------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 
 _DOUBLE_WIDTH = 34  # MY_GCVT_MAX_FIELD_WIDTH = DBL_DIG + 4 + max(5, MAX_DECPT_FOR_F_FORMAT)
 _MAX_DECPT_FOR_F = 15  # DBL_DIG
@@ -510,9 +521,9 @@ def render_json_mysql_text(value: JsonValue, *, compact: bool = False) -> str:
     return "".join(parts)
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # Partial JSON updates
-# --------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 
 _OPERATIONS = ("REPLACE", "INSERT", "REMOVE")
 
@@ -521,9 +532,9 @@ _OPERATIONS = ("REPLACE", "INSERT", "REMOVE")
 class JsonDiff:
     """One change of a partial JSON update.
 
-    ``operation`` is ``'REPLACE'``, ``'INSERT'`` or ``'REMOVE'``; ``path`` is the MySQL JSON path text as logged
-    (``$.a.b[3]``, ``$."key with spaces"``); ``value`` is the new value (``None`` for REMOVE, and also for a
-    JSON ``null``: tell them apart by ``operation``).
+    ``operation`` is ``'REPLACE'``, ``'INSERT'`` or ``'REMOVE'``; ``path`` is the MySQL JSON path text as
+    logged (``$.a.b[3]``, ``$."key with spaces"``); ``value`` is the new value (``None`` for REMOVE, and also
+    for a JSON ``null``: tell them apart by ``operation``).
     """
 
     operation: str
@@ -541,23 +552,25 @@ def decode_json_diff(buf: bytes, pos: int, end: int) -> tuple[list[JsonDiff], in
     """
     if end > len(buf):
         raise TruncatedError(
-            f"JSON diff list at offset {pos} claims {end - pos} bytes but only {len(buf) - pos} remain: the row "
-            "image is truncated"
+            f"JSON diff list at offset {pos} claims {end - pos} bytes but only {len(buf) - pos} remain: "
+            "the row image is truncated"
         )
     diffs: list[JsonDiff] = []
     while pos < end:
         op = buf[pos]
         if op > 2:
             raise DecodeError(
-                f"JSON diff at offset {pos} has operation {op}, but MySQL writes only 0 (REPLACE), 1 (INSERT) "
-                "and 2 (REMOVE): corrupt partial update"
+                f"JSON diff at offset {pos} has operation {op}, but MySQL writes only 0 (REPLACE), "
+                "1 (INSERT) and 2 (REMOVE): corrupt partial update"
             )
         path_len, pos = _diff_length(buf, pos + 1, end, "path")
         path_end = pos + path_len
         try:
             path = buf[pos:path_end].decode("utf-8")
         except UnicodeDecodeError:
-            raise DecodeError(f"JSON diff path at offset {pos} is not valid UTF-8: corrupt partial update") from None
+            raise DecodeError(
+                f"JSON diff path at offset {pos} is not valid UTF-8: corrupt partial update"
+            ) from None
         pos = path_end
         if op == 2:
             diffs.append(JsonDiff("REMOVE", path, None))
@@ -582,7 +595,7 @@ def _diff_length(buf: bytes, pos: int, end: int, what: str) -> tuple[int, int]:
 
 
 def decode_json_diff_column(buf: bytes, pos: int) -> tuple[list[JsonDiff], int]:
-    """Decode a partial JSON column value: a 4-byte little-endian length, then :func:`decode_json_diff` data."""
+    """Decode a partial JSON column value: a 4-byte little-endian length, then the diffs."""
     if pos + 4 > len(buf):
         raise TruncatedError(f"JSON diff list length at offset {pos} runs past the end of the row image")
     length = _S_U32(buf, pos)[0]
@@ -595,7 +608,7 @@ _PathLeg = str | int
 
 
 def parse_json_path(path: str) -> list[_PathLeg]:
-    """Parse a simple MySQL JSON path (``$``, ``.member``, ``."quoted member"``, ``[N]``, ``[last]``, ``[last-N]``).
+    """Parse a MySQL JSON path of ``$``, ``.member``, ``."quoted member"``, ``[N]``, ``[last]``, ``[last-N]``.
 
     Wildcards and ranges are rejected: MySQL never logs them in partial updates.
     """
@@ -626,7 +639,9 @@ def parse_json_path(path: str) -> list[_PathLeg]:
                     i += 1
                 name = text[start:i]
                 if not name or name == "*":
-                    raise DecodeError(f"JSON path {path!r} has an empty or wildcard member: not supported here")
+                    raise DecodeError(
+                        f"JSON path {path!r} has an empty or wildcard member: not supported here"
+                    )
                 legs.append(name)
         elif c == "[":
             close = text.find("]", i)
@@ -656,7 +671,7 @@ def _copy(value: JsonValue) -> JsonValue:
 
 
 def _array_index(leg: int, size: int) -> int | None:
-    """Resolve an array leg against an array of ``size`` elements; None when it does not address an element."""
+    """Resolve an array leg against an array of ``size`` elements; None when it addresses no element."""
     idx = leg if leg >= 0 else size + leg
     return idx if 0 <= idx < size else None
 
@@ -673,7 +688,7 @@ def _seek(doc: JsonValue, legs: Sequence[_PathLeg]) -> JsonValue:
                 raise LookupError(leg)
             node = node[idx]
         else:
-            raise LookupError(leg)
+            raise LookupError(leg)  # noqa: TRY004 - a missing path, not a caller's type error
     return node
 
 
@@ -720,13 +735,13 @@ def _apply_one(doc: JsonValue, diff: JsonDiff) -> JsonValue:
 
 
 def apply_json_diffs(doc: JsonValue, diffs: Sequence[JsonDiff]) -> JsonValue:
-    """Apply partial-update diffs to a decoded JSON document and return the new document (``doc`` is unchanged).
+    """Apply partial-update diffs to a decoded JSON document; return the new document (``doc`` is unchanged).
 
-    Semantics follow the server's ``apply_json_diff``: REPLACE needs an existing value at the path; INSERT adds
-    a member that does not exist yet, or inserts into an array at the index (appending past the end); REMOVE
-    needs an existing member or element. Paths are followed exactly, without auto-wrapping. A diff that cannot
-    be applied raises :class:`DecodeError`: the before-image does not match the diffs (e.g. it is not the full
-    before-image; log with binlog_row_image=FULL).
+    Semantics follow the server's ``apply_json_diff``: REPLACE needs an existing value at the path; INSERT
+    adds a member that does not exist yet, or inserts into an array at the index (appending past the end);
+    REMOVE needs an existing member or element. Paths are followed exactly, without auto-wrapping. A diff that
+    cannot be applied raises :class:`DecodeError`: the before-image does not match the diffs (e.g. it is not
+    the full before-image; log with binlog_row_image=FULL).
     """
     result = _copy(doc)
     for diff in diffs:
@@ -734,8 +749,8 @@ def apply_json_diffs(doc: JsonValue, diffs: Sequence[JsonDiff]) -> JsonValue:
             result = _apply_one(result, diff)
         except LookupError:
             raise DecodeError(
-                f"cannot apply JSON diff {diff.operation} {diff.path}: the path does not exist in the before-image "
-                "(or already exists, for INSERT); the before-image does not match the partial update, which "
-                "happens when it is not the full before-image (use binlog_row_image=FULL)"
+                f"cannot apply JSON diff {diff.operation} {diff.path}: the path does not exist in the "
+                "before-image (or already exists, for INSERT); the before-image does not match the partial "
+                "update, which happens when it is not the full before-image (use binlog_row_image=FULL)"
             ) from None
     return result

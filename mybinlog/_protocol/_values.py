@@ -67,7 +67,7 @@ __all__ = [
     "timestamp2_decoder",
 ]
 
-_UTC = datetime.timezone.utc
+_UTC = datetime.UTC
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=_UTC)
 _timedelta = datetime.timedelta
 _datetime = datetime.datetime
@@ -91,8 +91,8 @@ _TIMEF_OFS = 0x800000000000
 def _truncated(what: str, pos: int, need: int, buf: bytes) -> TruncatedError:
     have = max(len(buf) - pos, 0)
     return TruncatedError(
-        f"{what} needs {need} bytes at offset {pos} but only {have} remain: the row image is truncated or the "
-        "column metadata in the TABLE_MAP does not match the row data"
+        f"{what} needs {need} bytes at offset {pos} but only {have} remain: the row image is truncated or "
+        "the column metadata in the TABLE_MAP does not match the row data"
     )
 
 
@@ -110,25 +110,25 @@ def fsp_size(fsp: int) -> int:
     return _FSP_BYTES[fsp]
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # DECIMAL (MYSQL_TYPE_NEWDECIMAL, type 246)
 #
 # The number is split into an integer part of precision - scale digits and a fraction of scale digits. Each
 # part is stored in groups of 9 decimal digits per 4-byte big-endian word; the integer part's leftover digits
-# (intg % 9) come first in a shorter word, the fraction's leftover digits (scale % 9) come last in a shorter word
-# (holding them as an integer, i.e. left-aligned: .55 with 2 leftover digits is stored as 55). The first byte's
-# top bit is flipped (set for positive numbers); negative numbers additionally have every byte inverted, so the
-# bytes sort like the numbers.
-# --------------------------------------------------------------------------------------------------------------
+# (intg % 9) come first in a shorter word, the fraction's leftover digits (scale % 9) come last in a shorter
+# word (holding them as an integer, i.e. left-aligned: .55 with 2 leftover digits is stored as 55). The first
+# byte's top bit is flipped (set for positive numbers); negative numbers additionally have every byte
+# inverted, so the bytes sort like the numbers.
+# ----------------------------------------------------------------------------------------------------
 
 _DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 _INVERT = bytes(255 - i for i in range(256))
 _MAX_GROUP = 999_999_999
 _BILLION = 1_000_000_000
 
-# (precision, scale) -> (size, lead_bytes, lead_limit, groups_struct, n_int_groups, trail_bytes,
-#                        trail_limit, trail_mul, scale)
-_DecimalLayout = tuple[int, int, int, "struct.Struct | None", int, int, int, int, int]
+# (precision, scale) -> (size, lead_bytes, 10**lead_digits, struct of the 9-digit groups or None, trail_bytes,
+#                        10**trail_digits, scale)
+_DecimalLayout = tuple[int, int, int, "struct.Struct | None", int, int, int]
 _DECIMAL_LAYOUTS: dict[tuple[int, int], _DecimalLayout] = {}
 
 
@@ -138,8 +138,9 @@ def _decimal_layout(precision: int, scale: int) -> _DecimalLayout:
         return layout
     if not (1 <= precision <= 65 and 0 <= scale <= 30 and scale <= precision):
         raise DecodeError(
-            f"DECIMAL({precision},{scale}) is not a valid MySQL decimal type (precision 1..65, scale 0..30 and "
-            "at most the precision): the TABLE_MAP column metadata is corrupt or belongs to another column type"
+            f"DECIMAL({precision},{scale}) is not a valid MySQL decimal type (precision 1..65, scale 0..30 "
+            "and at most the precision): the TABLE_MAP column metadata is corrupt or belongs to another "
+            "column type"
         )
     intg = precision - scale
     intg0, intg0x = divmod(intg, 9)
@@ -154,9 +155,7 @@ def _decimal_layout(precision: int, scale: int) -> _DecimalLayout:
         lead_bytes,
         10**intg0x,
         groups,
-        intg0,
         trail_bytes,
-        10**frac0x,
         10**frac0x,
         scale,
     )
@@ -172,7 +171,7 @@ def decimal_size(precision: int, scale: int) -> int:
 def _decode_decimal_layout(
     buf: bytes, pos: int, layout: _DecimalLayout, precision: int
 ) -> tuple[Decimal, int]:
-    size, lead_bytes, lead_limit, groups_st, n_int, trail_bytes, trail_limit, trail_mul, scale = layout
+    size, lead_bytes, lead_limit, groups_st, trail_bytes, trail_pow, scale = layout
     end = pos + size
     if end > len(buf):
         raise _truncated(f"DECIMAL({precision},{scale}) value", pos, size, buf)
@@ -202,9 +201,9 @@ def _decode_decimal_layout(
         trail = _from_bytes(raw[size - trail_bytes :], "big")
         if not first_bit_done:
             trail ^= 0x80 << (8 * (trail_bytes - 1))
-        if trail >= trail_limit:
+        if trail >= trail_pow:
             raise _bad_decimal(raw, precision, scale, pos)
-        value = value * trail_mul + trail
+        value = value * trail_pow + trail
     if scale == 0:
         return Decimal(-value if negative else value), end
     if negative and value:
@@ -214,8 +213,8 @@ def _decode_decimal_layout(
 
 def _bad_decimal(raw: bytes, precision: int, scale: int, pos: int) -> DecodeError:
     return DecodeError(
-        f"bytes {raw.hex()} at offset {pos} are not a valid DECIMAL({precision},{scale}) value (a digit group "
-        "is out of range): the row data is corrupt or the column metadata does not match it"
+        f"bytes {raw.hex()} at offset {pos} are not a valid DECIMAL({precision},{scale}) value (a digit "
+        "group is out of range): the row data is corrupt or the column metadata does not match it"
     )
 
 
@@ -241,12 +240,14 @@ def decimal_decoder(precision: int, scale: int) -> Callable[[bytes, int], tuple[
     return decode
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # Temporal types
-# --------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 
 
-def _datetime_text(year: int, month: int, day: int, hour: int, minute: int, second: int, usec: int, fsp: int) -> str:
+def _datetime_text(
+    year: int, month: int, day: int, hour: int, minute: int, second: int, usec: int, fsp: int
+) -> str:
     text = f"{year:04d}-{month:02d}-{day:02d} {hour:02d}:{minute:02d}:{second:02d}"
     if fsp:
         return f"{text}.{usec:06d}"[: 20 + fsp]
@@ -291,7 +292,7 @@ def _decode_datetime2(buf: bytes, pos: int, fsp: int, nfrac: int) -> tuple[datet
 
 
 def decode_datetime2(buf: bytes, pos: int, fsp: int) -> tuple[datetime.datetime | str, int]:
-    """Decode DATETIME(fsp) (MYSQL_TYPE_DATETIME2, type 18): naive datetime, or MySQL text for zero/invalid dates."""
+    """Decode DATETIME(fsp) (type 18, DATETIME2): naive datetime, or text for zero/invalid dates."""
     if not 0 <= fsp <= 6:
         _check_fsp(fsp, "DATETIME")
     return _decode_datetime2(buf, pos, fsp, _FSP_BYTES[fsp])
@@ -347,9 +348,9 @@ def _decode_time2(buf: bytes, pos: int, fsp: int, nfrac: int) -> tuple[datetime.
     end = pos + 3 + nfrac
     if end > len(buf):
         raise _truncated(f"TIME({fsp}) value", pos, 3 + nfrac, buf)
-    # Build MySQL's "packed" time (integer part << 24 plus signed microseconds), as TIME_from_longlong_time_packed
-    # expects. Negative values with a fraction store the fraction counted down from the next integer, so the
-    # integer part moves one up and the fraction becomes negative.
+    # Build MySQL's "packed" time (integer part << 24 plus signed microseconds), as
+    # TIME_from_longlong_time_packed expects. Negative values with a fraction store the fraction counted down
+    # from the next integer, so the integer part moves one up and the fraction becomes negative.
     if nfrac == 0:
         packed = (_from_bytes(buf[pos:end], "big") - _TIMEF_INT_OFS) << 24
     elif nfrac == 3:
@@ -473,9 +474,9 @@ def decode_year(buf: bytes, pos: int) -> tuple[int, int]:
     return (1900 + v if v else 0), pos + 1
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # BIT, integers, packed integers
-# --------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 
 
 def bit_size(nbits: int) -> int:
@@ -550,7 +551,7 @@ def decode_integer(buf: bytes, pos: int, type_code: int, unsigned: bool) -> tupl
 
 
 def decode_packed_int(buf: bytes, pos: int) -> tuple[int | None, int]:
-    """Decode a MySQL length-encoded integer: < 0xfb one byte, 0xfb NULL (None), 0xfc/0xfd/0xfe + 2/3/8 bytes LE."""
+    """Decode a MySQL length-encoded integer: < 0xfb, 0xfb NULL (None), 0xfc/0xfd/0xfe + 2/3/8 bytes."""
     n = len(buf)
     if pos >= n:
         raise _truncated("length-encoded integer", pos, 1, buf)

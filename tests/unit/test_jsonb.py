@@ -6,6 +6,7 @@ independent of the decoder.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import math
@@ -22,6 +23,7 @@ from mybinlog._protocol._jsonb import (
     MAX_DEPTH,
     JsonDiff,
     JsonOpaque,
+    JsonValue,
     apply_json_diffs,
     decode_json_diff,
     decode_json_diff_column,
@@ -33,13 +35,13 @@ from mybinlog._protocol._jsonb import (
     render_json_mysql_text,
 )
 
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # A tiny JSONB encoder
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 
 
 class Typed(NamedTuple):
-    """Force a JSONB integer type: 0x05 int16, 0x06 uint16, 0x07 int32, 0x08 uint32, 0x09 int64, 0x0a uint64."""
+    """Force a JSONB integer type: 0x05 int16, 0x06 uint16, 0x07 int32, 0x08 uint32, 0x09 int64, 0x0a u64."""
 
     type_byte: int
     value: int
@@ -104,7 +106,8 @@ def inlined(type_byte: int, large: bool) -> bool:
 
 def payload(value: Any, large: bool) -> tuple[int, bytes]:
     if isinstance(value, dict):
-        return container(sorted(value.items(), key=lambda kv: mysql_key_order(kv[0])), True, large)
+        items: list[tuple[str | None, Any]] = [(k, value[k]) for k in sorted(value, key=mysql_key_order)]
+        return container(items, True, large)
     if isinstance(value, list):
         return container([(None, v) for v in value], False, large)
     return scalar(value)
@@ -155,9 +158,9 @@ def packed_time(negative: bool, h: int, mi: int, s: int, us: int = 0) -> bytes:
     return struct.pack("<q", -v if negative else v)
 
 
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # Decoding
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -268,9 +271,9 @@ def test_nesting_limit() -> None:
         decode_jsonb(nested_arrays(5000))
 
 
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # OPAQUE values
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -334,9 +337,9 @@ def test_bad_opaque_is_a_decode_error(opaque: Opaque) -> None:
         decode_jsonb(encode(opaque))
 
 
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # Malformed documents
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 
 SAMPLE = {"a": [1, "two", 3.0, {"b": None}], "long key": "x" * 40, "n": Typed(0x09, 2**40)}
 
@@ -376,10 +379,8 @@ def test_malformed_documents(data: bytes, match: str) -> None:
 
 @given(st.binary(max_size=64))
 def test_random_bytes_never_escape_as_other_errors(data: bytes) -> None:
-    try:
+    with contextlib.suppress(DecodeError):
         decode_jsonb(data)
-    except DecodeError:
-        pass
 
 
 @given(st.data())
@@ -387,20 +388,20 @@ def test_mutated_documents_never_escape_as_other_errors(data: st.DataObject) -> 
     doc = bytearray(encode(SAMPLE, data.draw(st.booleans())))
     for _ in range(data.draw(st.integers(1, 4))):
         doc[data.draw(st.integers(0, len(doc) - 1))] = data.draw(st.integers(0, 255))
-    try:
+    with contextlib.suppress(DecodeError):
         decode_jsonb(bytes(doc))
-    except DecodeError:
-        pass
 
 
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # Round trips and MySQL text
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 
 json_scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.text(max_size=20)
 json_values = st.recursive(
     json_scalars,
-    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5)
+    ),
     max_leaves=25,
 )
 
@@ -460,9 +461,11 @@ def test_format_mysql_double(value: float, text: str) -> None:
 
 
 def test_render_spacing_and_key_order() -> None:
-    doc = {"bb": [1, 2.0, "x"], "a": {"z": None, "yy": True}, "ccc": Decimal("1.50")}
+    doc: JsonValue = {"bb": [1, 2.0, "x"], "a": {"z": None, "yy": True}, "ccc": Decimal("1.50")}
     assert render_json_mysql_text(doc) == '{"a": {"z": null, "yy": true}, "bb": [1, 2.0, "x"], "ccc": 1.50}'
-    assert render_json_mysql_text(doc, compact=True) == '{"a":{"z":null,"yy":true},"bb":[1,2.0,"x"],"ccc":1.50}'
+    assert (
+        render_json_mysql_text(doc, compact=True) == '{"a":{"z":null,"yy":true},"bb":[1,2.0,"x"],"ccc":1.50}'
+    )
 
 
 def test_render_escaping() -> None:
@@ -478,15 +481,20 @@ def test_render_rejects_foreign_types() -> None:
 
 @pytest.mark.parametrize(
     ("data", "value", "end"),
-    [(b"\x05", 5, 1), (b"\x81\x01", 129, 2), (b"\x80\x80\x80\x80\x01", 2**28, 5), (b"\xff\xff\xff\xff\x0f", 2**32 - 1, 5)],
+    [
+        (b"\x05", 5, 1),
+        (b"\x81\x01", 129, 2),
+        (b"\x80\x80\x80\x80\x01", 2**28, 5),
+        (b"\xff\xff\xff\xff\x0f", 2**32 - 1, 5),
+    ],
 )
 def test_read_varlen(data: bytes, value: int, end: int) -> None:
     assert read_varlen(b"\x00" + data + b"\x00", 1) == (value, end + 1)
 
 
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # Partial JSON updates
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 
 
 def packed(n: int) -> bytes:
@@ -573,7 +581,7 @@ def test_parse_json_path_rejects(path: str) -> None:
 
 
 def test_apply_json_diffs() -> None:
-    before = {"a": 1, "b": [10, 20, 30], "c": {"d": "e"}, "list": []}
+    before: JsonValue = {"a": 1, "b": [10, 20, 30], "c": {"d": "e"}, "list": []}
     diffs = [
         JsonDiff("REPLACE", "$.a", {"new": True}),
         JsonDiff("INSERT", "$.b[1]", 15),

@@ -35,11 +35,11 @@ from mybinlog._protocol._values import (
     timestamp2_decoder,
 )
 
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # Independent encoders, written from the documented formats (what mysqld writes)
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 
 DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 WIDE = Context(prec=100)  # the default 28-digit context would round 65-digit decimals
@@ -87,7 +87,7 @@ def encode_fraction(usec: int, fsp: int) -> bytes:
 
 
 def truncate_usec(usec: int, fsp: int) -> int:
-    unit = 10 ** (6 - fsp)
+    unit: int = 10 ** (6 - fsp)
     return usec - usec % unit
 
 
@@ -125,9 +125,9 @@ def mysql_datetime_text(year: int, month: int, day: int, hms: str, usec: int, fs
     return f"{text}.{usec:06d}"[: 20 + fsp] if fsp else text
 
 
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # DECIMAL
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -182,7 +182,17 @@ def test_decimal_negative_zero_is_plain_zero() -> None:
 
 @pytest.mark.parametrize(
     ("precision", "scale", "size"),
-    [(1, 0, 1), (4, 2, 2), (9, 0, 4), (10, 0, 5), (10, 2, 5), (18, 9, 8), (19, 9, 9), (65, 30, 30), (30, 30, 14)],
+    [
+        (1, 0, 1),
+        (4, 2, 2),
+        (9, 0, 4),
+        (10, 0, 5),
+        (10, 2, 5),
+        (18, 9, 8),
+        (19, 9, 9),
+        (65, 30, 30),
+        (30, 30, 14),
+    ],
 )
 def test_decimal_size(precision: int, scale: int, size: int) -> None:
     assert decimal_size(precision, scale) == size
@@ -231,9 +241,9 @@ def test_decimal_round_trip(case: tuple[Decimal, int, int], prefix: bytes, suffi
     assert pos == len(prefix) + decimal_size(precision, scale)
 
 
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # DATETIME2 / TIMESTAMP2 / TIME2
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("fsp", range(7))
@@ -281,7 +291,7 @@ def test_datetime2_zero_and_invalid_dates_are_text(
 def test_datetime2_truncated_and_bad_fsp() -> None:
     with pytest.raises(TruncatedError):
         decode_datetime2(b"\x99\x9a\xb8\xf7\xaa", 0, 1)
-    with pytest.raises(DecodeError, match="0..6"):
+    with pytest.raises(DecodeError, match=r"0\.\.6"):
         decode_datetime2(b"\x99\x9a\xb8\xf7\xaa\x00\x00\x00\x00", 0, 7)
     with pytest.raises(DecodeError, match="negative DATETIME"):
         decode_datetime2(b"\x00\x00\x00\x00\x00", 0, 0)
@@ -377,9 +387,9 @@ def test_time2_truncated() -> None:
         decode_time2(b"\x80\x00\x00\x00", 0, 3)
 
 
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # Pre-5.6 temporal types, YEAR
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 
 
 def encode_date(year: int, month: int, day: int) -> bytes:
@@ -442,7 +452,13 @@ def test_year(byte: int, expected: int) -> None:
 
 @pytest.mark.parametrize(
     ("func", "size"),
-    [(decode_date, 3), (decode_time_old, 3), (decode_datetime_old, 8), (decode_timestamp_old, 4), (decode_year, 1)],
+    [
+        (decode_date, 3),
+        (decode_time_old, 3),
+        (decode_datetime_old, 8),
+        (decode_timestamp_old, 4),
+        (decode_year, 1),
+    ],
 )
 def test_old_types_truncated(func: object, size: int) -> None:
     assert callable(func)
@@ -450,9 +466,9 @@ def test_old_types_truncated(func: object, size: int) -> None:
         func(b"\x00" * (size - 1), 0)
 
 
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # BIT, integers, packed integers
-# ------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
