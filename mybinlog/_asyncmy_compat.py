@@ -265,23 +265,25 @@ class PacketReader:
                 return payload
         return await self._read_slow()
 
-    async def read_batch(self, max_bytes: int = 256 * 1024) -> list[bytes]:
-        """Return every complete packet already buffered (at least one; waits if none), up to about
-        ``max_bytes`` of payload (more when the first packet alone is larger). Cheaper per packet than :meth:`read` for a stream of small packets.
+    async def read_ok_batch(self, max_bytes: int = 256 * 1024) -> tuple[list[bytes], bytes | None]:
+        """Every complete packet already buffered (at least one; waits if none), up to about ``max_bytes``
+        (more when the first packet alone is larger), for a stream of OK-marked packets (a binlog dump: ``0x00``
+        + event). Much cheaper per packet than :meth:`read`.
 
-        Same errors as :meth:`read`; a packet with a wrong sequence number ends the batch early and raises on
-        the next call, so the packets before it are not lost.
+        Returns ``(payloads without their leading 0x00, stop)``: ``stop`` is the first packet that does not
+        start with 0x00 (EOF, error), complete and unstripped, which ends the batch; ``None`` if there was none.
+        The payloads are cut from one copy of the buffer, so each costs one slice. Same errors as :meth:`read`;
+        a packet with a wrong sequence number ends the batch early and raises on the next call.
         """
         proto = self._proto
         pos = proto.pos
         length = proto.length
         if self._parts or length - pos < 4:
-            return [await self._read_slow()]
+            return _classify(await self._read_slow())
         buf = proto.buffer
         header = _HEADER.unpack_from(buf, pos)[0]
         if (header & 0xFFFFFF) >= MAX_PACKET_PAYLOAD or length - pos < (header & 0xFFFFFF) + 4:
-            return [await self._read_slow()]
-        # One copy of the buffered region, then one cheap bytes slice per packet.
+            return _classify(await self._read_slow())
         with memoryview(buf) as view:
             chunk = bytes(view[pos : min(length, pos + max(max_bytes, (header & 0xFFFFFF) + 4))])
         base = pos
@@ -291,16 +293,21 @@ class PacketReader:
         seq = self._seq
         unpack_from = _HEADER.unpack_from
         offset = 0
+        stop: bytes | None = None
         while True:
             size = header & 0xFFFFFF
+            start = offset + 4
             if header >> 24 != seq:
                 if out:
                     break
-                self._check_seq(header >> 24, chunk[offset + 4 : offset + 4 + size])
-            start = offset + 4
+                self._check_seq(header >> 24, chunk[start : start + size])
             offset = start + size
-            append(chunk[start:offset])
             seq = ((header >> 24) + 1) & 0xFF
+            if size and not chunk[start]:
+                append(chunk[start + 1 : offset])
+            else:
+                stop = chunk[start:offset]
+                break
             if n - offset < 4:
                 break
             header = unpack_from(chunk, offset)[0]
@@ -311,7 +318,7 @@ class PacketReader:
         self._seq = seq
         if self._paused and length - pos < self._low:
             self._resume()
-        return out
+        return out, stop
 
     async def _read_slow(self) -> bytes:
         proto = self._proto
@@ -372,6 +379,12 @@ class PacketReader:
         if seq == 0 and payload[:1] == b"\xff":
             return
         raise ProtocolDesync(f"packet sequence number {seq} where {self._seq} was expected")
+
+
+def _classify(payload: bytes) -> tuple[list[bytes], bytes | None]:
+    if payload and not payload[0]:
+        return [payload[1:]], None
+    return [], payload
 
 
 async def read_packet(conn: Any) -> bytes:

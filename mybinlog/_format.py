@@ -10,6 +10,7 @@ from typing import Any
 
 from ._protocol._events import (
     MISSING,
+    AnnotateRowsEvent,
     BinlogCheckpointEvent,
     Event,
     FormatDescriptionEvent,
@@ -25,7 +26,6 @@ from ._protocol._events import (
     RotateEvent,
     RowsEvent,
     RowsQueryEvent,
-    AnnotateRowsEvent,
     TableMapEvent,
     TransactionPayloadEvent,
     UpdateRowsEvent,

@@ -49,11 +49,11 @@ class BinlogPosition:
 
 def _statement_kind(query: str) -> str:
     q = query.lstrip()[:16].upper()
-    if q.startswith("BEGIN") or q.startswith("XA START") or q.startswith("START TRANSACTION"):
+    if q.startswith(("BEGIN", "XA START", "START TRANSACTION")):
         return "begin"
-    if q.startswith("SAVEPOINT") or q.startswith("ROLLBACK TO") or q.startswith("RELEASE"):
+    if q.startswith(("SAVEPOINT", "ROLLBACK TO", "RELEASE")):
         return "inside"
-    if q.startswith("COMMIT") or q.startswith("ROLLBACK"):
+    if q.startswith(("COMMIT", "ROLLBACK")):
         return "end"
     if q.startswith("XA END"):
         return "inside"

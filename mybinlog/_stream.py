@@ -76,7 +76,7 @@ class BinlogStream:
         reconnect_backoff: tuple[float, float] = (0.1, 10.0),
     ) -> None:
         self.dsn = dsn if isinstance(dsn, DSN) else DSN.parse(dsn)
-        if sum(x is not None and x is not False for x in (gtid_set, binlog_file, from_beginning or None)) > 1:
+        if (gtid_set is not None) + (binlog_file is not None) + bool(from_beginning) > 1:
             raise ConfigurationError("give at most one of gtid_set, binlog_file and from_beginning=True")
         if max_reconnect_attempts < 0:
             raise ConfigurationError("max_reconnect_attempts must be >= 0")
@@ -135,11 +135,10 @@ class BinlogStream:
         try:
             flavor = conn.info.flavor
             if self._gtid_arg is not None:
-                gtids = self._gtid_arg
-                if isinstance(gtids, str):
-                    gtids = parse_gtid_set(gtids, flavor)
-                self._check_flavor(gtids, flavor)
-                start = BinlogPosition("", 4, gtids)
+                arg = self._gtid_arg
+                requested = parse_gtid_set(arg, flavor) if isinstance(arg, str) else arg
+                self._check_flavor(requested, flavor)
+                start = BinlogPosition("", 4, requested)
                 self._mode = "gtid"
             elif self._file_arg is not None:
                 start = BinlogPosition(self._file_arg, self._pos_arg, None)
@@ -150,10 +149,10 @@ class BinlogStream:
                 self._mode = "file"
             else:
                 file, pos, gtid_text = await conn.current_position()
-                gtids = parse_gtid_set(gtid_text, flavor) if (gtid_text or flavor == "mariadb") else None
-                if flavor == "mysql" and not conn.info.gtid_mode:
-                    gtids = None
-                start = BinlogPosition(file, pos, gtids)
+                current: GtidSet | None = None
+                if flavor == "mariadb" or (gtid_text and conn.info.gtid_mode):
+                    current = parse_gtid_set(gtid_text, flavor)
+                start = BinlogPosition(file, pos, current)
                 self._mode = "file"
             self._tracker = PositionTracker(start)
             await self._start_dump(conn, start)
@@ -214,7 +213,8 @@ class BinlogStream:
             if self._ended:
                 return None
             conn = self._conn
-            assert conn is not None and self._decoder is not None and self._tracker is not None
+            if conn is None or self._decoder is None or self._tracker is None:
+                raise ConfigurationError("the stream is not started: use `async with BinlogStream(...)` first")
             try:
                 raw = await conn.read_event()
             except SourceConnectionError as exc:
@@ -224,7 +224,11 @@ class BinlogStream:
                 self._ended = True
                 return None
             event = self._decoder.decode(raw, None)
-            if event.log_pos >= event.size and not event.flags & LOG_EVENT_ARTIFICIAL_F:
+            if (
+                event.log_pos >= event.size
+                and not event.flags & LOG_EVENT_ARTIFICIAL_F
+                and not isinstance(event, HeartbeatEvent)
+            ):
                 event.offset = event.log_pos - event.size
             event.file = self._tracker.file or None
             completed = self._tracker.update(event)
@@ -281,7 +285,7 @@ class BinlogStream:
                     f"{self.dsn.display}: gave up after {self.max_reconnect_attempts} reconnect attempts "
                     f"(last error: {error}); resume later from {resume}"
                 ) from error
-            delay = min(high, low * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)  # noqa: S311
+            delay = min(high, low * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
             logger.warning(
                 "%s: connection lost (%s); reconnecting in %.2fs (attempt %d of %d) from %s",
                 self.dsn.display,

@@ -139,6 +139,12 @@ def translate_server_error(
             f"{_grant_hint(flavor, dsn.user)}",
             errno=errno,
         )
+    if errno == 4052 or (errno == 1236 and "same server_uuid/server_id" in message):
+        return SourceError(
+            f"{where}: {message}. Another replica or reader connected with the same server_id and the server "
+            "dropped this one: give every reader a unique server_id (or leave it None for a random one)",
+            errno=errno,
+        )
     if errno == 1236 and any(p in message.lower() for p in _PURGED_PATTERNS):
         return BinlogPurgedError(
             f"{where}: {message}. The binlog/GTIDs you asked for were purged (or never existed on this "

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from typing import TextIO
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from typing import Any, TextIO
 
 from ._dsn import DSN
 from ._exceptions import MybinlogError
@@ -90,7 +91,7 @@ async def _dump_server(args: argparse.Namespace, out: TextIO) -> int:
 
     dsn = DSN.parse(args.dsn)
     if not dsn.password and os.environ.get("MYBINLOG_PASSWORD"):
-        dsn = DSN(**{**_dsn_fields(dsn), "password": os.environ["MYBINLOG_PASSWORD"]})
+        dsn = dataclasses.replace(dsn, password=os.environ["MYBINLOG_PASSWORD"])
     stream = BinlogStream(
         dsn,
         gtid_set=args.gtid,
@@ -115,15 +116,9 @@ async def _dump_server(args: argparse.Namespace, out: TextIO) -> int:
     return n
 
 
-def _dsn_fields(dsn: DSN) -> dict[str, object]:
-    import dataclasses
-
-    return {f.name: getattr(dsn, f.name) for f in dataclasses.fields(dsn)}
-
-
-def _run_async(coro_factory: Callable[[], object]) -> None:
+def _run_async(coro_factory: Callable[[], Coroutine[Any, Any, object]]) -> None:
     async def runner() -> None:
-        task = asyncio.ensure_future(coro_factory())  # type: ignore[arg-type]
+        task = asyncio.ensure_future(coro_factory())
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -160,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _run_async(lambda: run_demo(args.transactions, args.format, out))
         out.flush()
     except MybinlogError as exc:
-        print(f"mybinlog: error: {exc}", file=sys.stderr)  # noqa: T201
+        print(f"mybinlog: error: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         # output piped into `head` and closed: not an error

@@ -581,7 +581,7 @@ _TIME_MAX_US = (838 * 3600 + 59 * 60 + 59) * 1_000_000
 
 
 def _truncate_us(micro: int, fsp: int) -> int:
-    unit = 10 ** (6 - fsp)
+    unit: int = 10 ** (6 - fsp)
     return micro - micro % unit
 
 
@@ -1142,7 +1142,7 @@ class Workload:
 
         def add() -> None:
             index = len(table.columns)
-            if position:
+            if position and after is not None:
                 index = [c[0] for c in table.columns].index(after) + 1
             table.columns.insert(index, (name, sql_type))
             for key, row in list(table.rows.items()):

@@ -118,6 +118,7 @@ class EventDecoder:
         self._post_header: bytes = b""
         self._table_maps: dict[int, TableMap] = {}
         self._table_cache: dict[bytes, TableMap] = {}
+        self._mariadb = False  # flavor of the current FORMAT_DESCRIPTION: changes how table maps are read
         self._dispatch: dict[int, Callable[[dict[str, Any], bytes, int], Event]] = {
             EventType.FORMAT_DESCRIPTION_EVENT: self._fde,
             EventType.ROTATE_EVENT: self._rotate,
@@ -270,6 +271,10 @@ class EventDecoder:
         self._crc = checksum_alg == BINLOG_CHECKSUM_ALG_CRC32
         tm_len = self._post_header_len(EventType.TABLE_MAP_EVENT, 8)
         self._table_id_len = 4 if tm_len == 6 else 6
+        mariadb = "mariadb" in server_version.lower()
+        if mariadb != self._mariadb:
+            self._mariadb = mariadb
+            self._table_cache.clear()  # cached table maps were parsed with the other flavor's rules
         event = FormatDescriptionEvent(
             **h,
             binlog_version=binlog_version,
@@ -342,7 +347,7 @@ class EventDecoder:
         key = bytes(data[19 + tl : end])
         table = self._table_cache.get(key)
         if table is None:
-            table, _ = parse_table_map_body(key, 0)
+            table, _ = parse_table_map_body(key, 0, mariadb=self._mariadb)
             if len(self._table_cache) > 10_000:
                 self._table_cache.clear()
             self._table_cache[key] = table
@@ -363,10 +368,13 @@ class EventDecoder:
         pos += tl
         rows_flags = _U16.unpack_from(data, pos)[0]
         pos += 2
+        extra_data = b""
         if v2:
             extra = _U16.unpack_from(data, pos)[0]
             if extra < 2:
                 raise DecodeError(f"rows event extra-data length {extra} is invalid")
+            if extra > 2:
+                extra_data = bytes(data[pos + 2 : pos + extra])
             pos += extra
         table = self._table_maps.get(table_id)
         if table is None and type_code in (20, 21, 22):
@@ -406,6 +414,7 @@ class EventDecoder:
             rows_end=end,
             present=present,
             present_after=present_after,
+            extra_data=extra_data,
         )
 
     def _gtid(self, h: dict[str, Any], data: bytes, end: int) -> Event:

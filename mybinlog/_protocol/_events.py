@@ -257,6 +257,7 @@ class RowsEvent(Event):
     rows_end: int
     present: int  # bitmap of columns present in the (before) image
     present_after: int  # bitmap for the after image (updates), equal to present otherwise
+    extra_data: bytes = b""  # v2 rows events: the extra row info after its 2-byte length (usually empty)
     _rows: list[Any] | None = field(default=None, repr=False)
 
     @property
@@ -277,6 +278,46 @@ class RowsEvent(Event):
         if rows is None:
             rows = self._rows = self.table.decode_rows(self)
         return rows
+
+    def _extra_info(self) -> tuple[int | None, int | None, tuple[int, bytes] | None]:
+        """(partition_id, source_partition_id, (ndb_format, ndb_data)) from ``extra_data``."""
+        data = self.extra_data
+        partition_id = source_partition_id = None
+        ndb: tuple[int, bytes] | None = None
+        pos = 0
+        try:
+            while pos < len(data):
+                tag = data[pos]
+                if tag == 0:  # RW_V_EXTRAINFO_TAG / NDB_INFO: length (incl. its 2-byte header), format, data
+                    length = data[pos + 1]
+                    ndb = (data[pos + 2], bytes(data[pos + 3 : pos + 1 + length]))
+                    pos += 1 + length
+                elif tag == 1:  # PART_INFO: partition id, plus the source partition for updates
+                    partition_id = data[pos + 1] | data[pos + 2] << 8
+                    pos += 3
+                    if self.kind == "update":
+                        source_partition_id = data[pos] | data[pos + 1] << 8
+                        pos += 2
+                else:  # unknown extra info: its length is unknowable
+                    break
+        except IndexError:
+            pass
+        return partition_id, source_partition_id, ndb
+
+    @property
+    def partition_id(self) -> int | None:
+        """The partition the row(s) went to (MySQL 8.0.16+ extra row info for partitioned tables)."""
+        return self._extra_info()[0]
+
+    @property
+    def source_partition_id(self) -> int | None:
+        """For updates that move a row between partitions: the partition it came from."""
+        return self._extra_info()[1]
+
+    @property
+    def ndb_info(self) -> tuple[int, bytes] | None:
+        """NDB cluster extra row info as (format, data), or None."""
+        return self._extra_info()[2]
 
     def describe(self) -> str:
         return f"`{self.table.schema}`.`{self.table.name}` table_id {self.table_id}"

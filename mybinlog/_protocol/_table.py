@@ -58,6 +58,7 @@ class ColumnInfo:
         "set_values",
         "type",
         "unsigned",
+        "vector_dimension",
         "visible",
     )
 
@@ -76,6 +77,7 @@ class ColumnInfo:
         self.geometry_type: int | None = None
         self.primary_key = False
         self.visible = True
+        self.vector_dimension: int | None = None  # VECTOR(n): n, from optional metadata (MySQL 9)
         if type_code == ColumnType.STRING:
             b0, b1 = meta >> 8, meta & 0xFF
             if (b0 & 0x30) != 0x30:
@@ -135,17 +137,29 @@ class TableMap:
         "has_full_metadata",
         "name",
         "primary_key",
+        "primary_key_prefixes",
         "schema",
         "table_flags",
     )
 
-    def __init__(self, schema: str, name: str, columns: list[ColumnInfo], table_flags: int) -> None:
+    def __init__(
+        self,
+        schema: str,
+        name: str,
+        columns: list[ColumnInfo],
+        table_flags: int,
+        primary_key: list[tuple[int, int]] | None = None,
+    ) -> None:
         self.schema = schema
         self.name = name
         self.columns = tuple(columns)
         self.column_count = len(columns)
         self.column_names: tuple[str | None, ...] = tuple(c.name for c in columns)
-        self.primary_key: tuple[int, ...] = tuple(c.index for c in columns if c.primary_key)
+        # key order as declared (PRIMARY KEY (b, a) -> (1, 0)); prefix length 0 = whole column
+        if primary_key is None:
+            primary_key = [(c.index, 0) for c in columns if c.primary_key]
+        self.primary_key: tuple[int, ...] = tuple(idx for idx, _ in primary_key)
+        self.primary_key_prefixes: tuple[int, ...] = tuple(prefix for _, prefix in primary_key)
         self.has_full_metadata = all(c.name is not None for c in columns) and bool(columns)
         self.table_flags = table_flags
         self._decoders: dict[tuple[int, int, int], Callable[[bytes, int, int], list[Any]]] = {}
@@ -163,6 +177,12 @@ class TableMap:
         try:
             return fn(event.body, event.rows_start, event.rows_end)
         except DecodeError as exc:
+            where = f"`{self.schema}`.`{self.name}`"
+            if where not in exc.message:  # name the table: the value decoders do not know it
+                exc.message = f"cannot decode rows of {where} ({event.type_name}): {exc.message}"
+                exc.args = (exc.message,)
+            if exc.type_code is None:
+                exc.type_code = event.type_code
             raise exc.locate(file=event.file, offset=event.offset) from None
         except (IndexError, struct.error, ValueError, UnicodeDecodeError, OverflowError, KeyError) as exc:
             raise DecodeError(
@@ -174,8 +194,12 @@ class TableMap:
             ) from exc
 
 
-def parse_table_map_body(body: bytes, pos: int) -> tuple[TableMap, int]:
-    """Parse a TABLE_MAP body from after the table id and return (TableMap, end)."""
+def parse_table_map_body(body: bytes, pos: int, *, mariadb: bool = False) -> tuple[TableMap, int]:
+    """Parse a TABLE_MAP body from after the table id and return (TableMap, end).
+
+    ``mariadb`` selects MariaDB's column classes in the optional metadata (its signedness list includes YEAR
+    and its charset list includes GEOMETRY; MySQL's do not).
+    """
     table_flags = body[pos] | body[pos + 1] << 8
     pos += 2
     n = body[pos]
@@ -212,14 +236,26 @@ def parse_table_map_body(body: bytes, pos: int) -> tuple[TableMap, int]:
     nulls = int.from_bytes(body[pos : pos + nb], "little")
     pos += nb
     columns = [ColumnInfo(i, types[i], metas[i], bool(nulls >> i & 1)) for i in range(count)]
+    primary_key = None
     if pos < len(body):
-        _parse_optional_metadata(body, pos, len(body), columns)
-    return TableMap(schema, name, columns, table_flags), len(body)
+        primary_key = _parse_optional_metadata(body, pos, len(body), columns, mariadb)
+    return TableMap(schema, name, columns, table_flags, primary_key), len(body)
 
 
-def _parse_optional_metadata(body: bytes, pos: int, end: int, columns: list[ColumnInfo]) -> None:
-    numeric = [c for c in columns if c.real_type in NUMERIC_TYPES]
-    character = [c for c in columns if c.real_type in CHARACTER_TYPES]
+_MARIADB_NUMERIC = NUMERIC_TYPES | {ColumnType.YEAR}
+_MARIADB_CHARACTER = CHARACTER_TYPES | {ColumnType.GEOMETRY}
+
+
+def _parse_optional_metadata(
+    body: bytes, pos: int, end: int, columns: list[ColumnInfo], mariadb: bool
+) -> list[tuple[int, int]] | None:
+    """Apply the optional metadata fields to ``columns``; returns the primary key as (index, prefix) pairs in
+    key order when the metadata has one."""
+    numeric_types = _MARIADB_NUMERIC if mariadb else NUMERIC_TYPES
+    character_types = _MARIADB_CHARACTER if mariadb else CHARACTER_TYPES
+    numeric = [c for c in columns if c.real_type in numeric_types]
+    character = [c for c in columns if c.real_type in character_types]
+    primary_key: list[tuple[int, int]] | None = None
     enum_set = [c for c in columns if c.real_type in (ColumnType.ENUM, ColumnType.SET)]
     while pos < end:
         kind = body[pos]
@@ -279,25 +315,29 @@ def _parse_optional_metadata(body: bytes, pos: int, end: int, columns: list[Colu
             for c in columns:
                 if c.real_type == ColumnType.GEOMETRY and p < stop:
                     c.geometry_type, p = read_packed_int(body, p)
-        elif kind == OptionalMetadata.SIMPLE_PRIMARY_KEY:
+        elif kind in (OptionalMetadata.SIMPLE_PRIMARY_KEY, OptionalMetadata.PRIMARY_KEY_WITH_PREFIX):
             p = pos
+            primary_key = []
             while p < stop:
                 idx, p = read_packed_int(body, p)
+                prefix = 0
+                if kind == OptionalMetadata.PRIMARY_KEY_WITH_PREFIX:
+                    prefix, p = read_packed_int(body, p)
                 if idx < len(columns):
                     columns[idx].primary_key = True
-        elif kind == OptionalMetadata.PRIMARY_KEY_WITH_PREFIX:
-            p = pos
-            while p < stop:
-                idx, p = read_packed_int(body, p)
-                _prefix, p = read_packed_int(body, p)
-                if idx < len(columns):
-                    columns[idx].primary_key = True
+                    primary_key.append((idx, prefix))
         elif kind == OptionalMetadata.COLUMN_VISIBILITY:
             for k, c in enumerate(columns):
                 if pos + k // 8 < stop:
                     c.visible = bool(body[pos + k // 8] & (0x80 >> (k % 8)))
+        elif kind == OptionalMetadata.VECTOR_DIMENSIONALITY:
+            p = pos
+            for c in columns:
+                if c.real_type == ColumnType.VECTOR and p < stop:
+                    c.vector_dimension, p = read_packed_int(body, p)
         # other (future) fields are type-length-value: skipped by their length
         pos = stop
+    return primary_key
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -551,7 +551,7 @@ def decode_integer(buf: bytes, pos: int, type_code: int, unsigned: bool) -> tupl
 
 
 def decode_packed_int(buf: bytes, pos: int) -> tuple[int | None, int]:
-    """Decode a MySQL length-encoded integer: < 0xfb, 0xfb NULL (None), 0xfc/0xfd/0xfe + 2/3/8 bytes."""
+    """Decode a length-encoded integer: one byte < 0xfb; 0xfb NULL (None); 0xfc/0xfd/0xfe + 2/3/8 bytes LE."""
     n = len(buf)
     if pos >= n:
         raise _truncated("length-encoded integer", pos, 1, buf)

@@ -10,12 +10,13 @@ import asyncio
 from typing import Any
 
 import pytest
-from asyncmy import connection as asyncmy_connection
+from asyncmy import connection as _asyncmy_connection
 
 from mybinlog import _asyncmy_compat as compat
 from mybinlog._exceptions import ConfigurationError
 
 MAX = compat.MAX_PACKET_PAYLOAD
+asyncmy_connection: Any = _asyncmy_connection  # private attributes are not in asyncmy's stubs
 
 
 class RecordingTransport(asyncio.Transport):
@@ -107,13 +108,13 @@ def test_check_asyncmy_compat_fails_loudly_naming_the_version(monkeypatch: pytes
 
 
 def test_check_asyncmy_compat_detects_changed_signature(monkeypatch: pytest.MonkeyPatch) -> None:
-    class ChangedProtocol(asyncmy_connection._MySQLProtocol):  # type: ignore[misc, name-defined]
-        async def wait_for_data(self, need: int, timeout: float) -> None:  # type: ignore[override]
+    class ChangedProtocol(asyncmy_connection._MySQLProtocol):  # type: ignore[misc]
+        async def wait_for_data(self, need: int, extra: float) -> None:
             raise NotImplementedError
 
     monkeypatch.setattr(compat, "_checked", False)
     monkeypatch.setattr(asyncmy_connection, "_MySQLProtocol", ChangedProtocol)
-    with pytest.raises(ConfigurationError, match=r"wait_for_data takes \(self, need, timeout\)"):
+    with pytest.raises(ConfigurationError, match=r"wait_for_data takes \(self, need, extra\)"):
         compat.check_asyncmy_compat()
 
 

@@ -172,9 +172,7 @@ def test_password_never_in_repr_str_display() -> None:
 
 
 def test_to_url_unredacted_round_trips() -> None:
-    dsn = DSN.parse(
-        f"mysql://repl:{SECRET_URL}@[::1]:3307/my%20db?ssl=verify_ca&ssl_ca=/x/ca.pem&connect_timeout=3"
-    )
+    dsn = DSN.parse(f"mysql://repl:{SECRET_URL}@[::1]:3307/my%20db?ssl=verify_ca&ssl_ca=/x/ca.pem&connect_timeout=3")
     again = DSN.parse(dsn.to_url(redact=False))
     assert again == dsn
 

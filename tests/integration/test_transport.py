@@ -1,0 +1,536 @@
+"""BinlogConnection against real private MariaDB servers: connect, checks, dumps, heartbeats, failures.
+
+Tests on the shared ``mariadb`` server only look at the binlog range they wrote themselves (they start dumps at
+a position taken just before their writes). Tests that restart, kill or reconfigure a server use their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import zlib
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mybinlog._dsn import DSN
+from mybinlog._exceptions import (
+    AuthenticationError,
+    BinlogPurgedError,
+    ConfigurationError,
+    PreconditionError,
+    SourceConnectionError,
+    SourceError,
+)
+from mybinlog._gtid import MariaDBGtidSet
+from mybinlog._transport import SERVER_ID_RANGE, BinlogConnection
+from tests.conftest import skip_or_fail
+from tests.servers import MariaDBServer
+
+ROTATE = 4
+QUERY = 2
+FORMAT_DESCRIPTION = 15
+XID = 16
+WRITE_ROWS_V1 = 23
+HEARTBEAT = 27
+GTID_LIST = 163
+MARIADB_GTID = 162
+
+DEADLINE = 20.0  # seconds; generous for a loaded 2-core CI machine, never reached when things work
+
+
+def header(event: bytes) -> dict[str, int]:
+    return {
+        "timestamp": int.from_bytes(event[0:4], "little"),
+        "type": event[4],
+        "server_id": int.from_bytes(event[5:9], "little"),
+        "size": int.from_bytes(event[9:13], "little"),
+        "log_pos": int.from_bytes(event[13:17], "little"),
+        "flags": int.from_bytes(event[17:19], "little"),
+    }
+
+
+def crc_ok(event: bytes) -> bool:
+    return zlib.crc32(event[:-4]) == int.from_bytes(event[-4:], "little")
+
+
+def gtid_of(event: bytes) -> tuple[int, int, int]:
+    """(domain, server_id, seq) of a MariaDB GTID event."""
+    seq = int.from_bytes(event[19:27], "little")
+    domain = int.from_bytes(event[27:31], "little")
+    return domain, header(event)["server_id"], seq
+
+
+async def read_all(conn: BinlogConnection) -> list[bytes]:
+    events = []
+    async with asyncio.timeout(DEADLINE):
+        while (event := await conn.read_event()) is not None:
+            events.append(event)
+    return events
+
+
+async def read_forever(conn: BinlogConnection) -> None:
+    """Read until the connection raises (bounded by DEADLINE: a TimeoutError means it never failed)."""
+    async with asyncio.timeout(DEADLINE):
+        while True:
+            await conn.read_event()
+
+
+async def drain_until_idle(conn: BinlogConnection, idle: float) -> int:
+    """Read until no event arrives for ``idle`` seconds (each cancelled read must lose nothing)."""
+    count = 0
+    async with asyncio.timeout(DEADLINE):
+        while True:
+            try:
+                await asyncio.wait_for(conn.read_event(), idle)
+            except TimeoutError:
+                return count
+            count += 1
+
+
+async def read_until(conn: BinlogConnection, predicate: Callable[[bytes], bool]) -> list[bytes]:
+    """Read events until one satisfies ``predicate`` (bounded by DEADLINE); returns all read."""
+    events = []
+    async with asyncio.timeout(DEADLINE):
+        while True:
+            event = await conn.read_event()
+            assert event is not None, "a blocking dump ended"
+            events.append(event)
+            if predicate(event):
+                return events
+
+
+@pytest.fixture
+async def repl(mariadb: MariaDBServer) -> AsyncIterator[BinlogConnection]:
+    conn = await BinlogConnection.connect(DSN.parse(mariadb.repl_dsn), heartbeat_period=1.0)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# -- connecting -----------------------------------------------------------------------------------------------
+
+
+async def test_connect_reads_server_info(mariadb: MariaDBServer, repl: BinlogConnection) -> None:
+    info = repl.info
+    assert info.flavor == "mariadb"
+    assert info.version == mariadb.version_tuple
+    assert info.version_string == mariadb.version
+    assert info.server_id == mariadb.server_id
+    assert info.server_uuid is None
+    assert info.gtid_mode is True
+    assert info.log_bin is True
+    assert (info.binlog_format, info.binlog_row_image, info.binlog_row_metadata) == ("ROW", "FULL", "FULL")
+    assert info.binlog_checksum == "CRC32"
+    assert repl.checksum is True
+    assert SERVER_ID_RANGE[0] <= repl.server_id <= SERVER_ID_RANGE[1]
+    assert repl.dsn.password not in repr(repl)
+
+
+async def test_current_position_and_binlog_files(mariadb: MariaDBServer, repl: BinlogConnection) -> None:
+    file, position, gtid = await repl.current_position()
+    assert (file, position) == mariadb.master_status()
+    assert gtid == mariadb.gtid_binlog_pos()
+    files = await repl.binlog_files()
+    assert files == mariadb.binlog_files()
+    assert files[-1] == (file, position)
+
+
+async def test_server_id_is_sent_and_must_be_unique(mariadb: MariaDBServer) -> None:
+    # A second dump with the same server_id makes the server kill the first: the id reaches the server, and
+    # this is why every reader needs its own.
+    dsn = DSN.parse(mariadb.repl_dsn)
+    first = await BinlogConnection.connect(dsn, server_id=4242)
+    second = await BinlogConnection.connect(dsn, server_id=4242)
+    try:
+        assert (first.server_id, second.server_id) == (4242, 4242)
+        await first.start_dump(blocking=True)
+        await second.start_dump(blocking=True)
+        with pytest.raises(SourceError) as info:
+            await read_forever(first)
+        assert "unique server_id" in str(info.value)
+        assert info.value.retriable is False
+        assert second.streaming
+        assert await second.read_event() is not None
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_wrong_password_is_authentication_error(mariadb: MariaDBServer) -> None:
+    secret = "Wr0ng-Secret-Xy"
+    dsn = DSN(host=mariadb.host, port=mariadb.port, user="repl", password=secret)
+    with pytest.raises(AuthenticationError) as info:
+        await BinlogConnection.connect(dsn)
+    error = info.value
+    assert error.errno == 1045
+    assert error.retriable is False
+    assert f"repl@127.0.0.1:{mariadb.port}" in str(error)
+    for text in (str(error), repr(error), str(error.__cause__), repr(error.__cause__)):
+        assert secret not in text
+
+
+async def test_unreachable_port_is_connection_error() -> None:
+    port = free_port()
+    dsn = DSN(host="127.0.0.1", port=port, user="repl", password="pw-Unreach4ble", connect_timeout=3)
+    with pytest.raises(SourceConnectionError) as info:
+        await BinlogConnection.connect(dsn)
+    assert info.value.retriable is True
+    assert f"repl@127.0.0.1:{port}" in str(info.value)
+    assert "pw-Unreach4ble" not in str(info.value)
+
+
+async def test_missing_privilege_is_authentication_error_naming_the_grant(mariadb: MariaDBServer) -> None:
+    mariadb.execute("CREATE USER IF NOT EXISTS 'noslave'@'%' IDENTIFIED BY 'noslave-pw'")
+    mariadb.execute("GRANT BINLOG MONITOR ON *.* TO 'noslave'@'%'")
+    try:
+        dsn = DSN(host=mariadb.host, port=mariadb.port, user="noslave", password="noslave-pw")
+        with pytest.raises(AuthenticationError) as info:
+            await BinlogConnection.connect(dsn)
+        assert "REPLICATION SLAVE" in str(info.value)
+        assert "GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.*" in str(info.value)
+        assert "noslave-pw" not in str(info.value)
+        # without the check, the server itself refuses the dump, and the error is translated the same way
+        async with await BinlogConnection.connect(dsn, check_preconditions=False) as conn:
+            with pytest.raises(AuthenticationError) as info:
+                await conn.start_dump(blocking=False)
+            assert info.value.errno == 1227
+            assert "GRANT REPLICATION SLAVE" in str(info.value)
+    finally:
+        mariadb.execute("DROP USER IF EXISTS 'noslave'@'%'")
+
+
+# -- preconditions --------------------------------------------------------------------------------------------
+
+
+async def test_statement_format_is_precondition_error(mariadb_factory: Callable[..., MariaDBServer]) -> None:
+    server = mariadb_factory(binlog_format="STATEMENT")
+    dsn = DSN.parse(server.repl_dsn)
+    with pytest.raises(PreconditionError) as info:
+        await BinlogConnection.connect(dsn)
+    message = str(info.value)
+    assert "binlog_format is STATEMENT" in message
+    assert "SET GLOBAL binlog_format=ROW" in message
+    assert "--binlog-format=ROW" in message
+    # the check can be skipped (e.g. to read old binlogs): then the connection works
+    async with await BinlogConnection.connect(dsn, check_preconditions=False) as conn:
+        assert conn.info.binlog_format == "STATEMENT"
+
+    server.execute("SET GLOBAL binlog_format = 'ROW'")
+    server.execute("SET GLOBAL binlog_row_image = 'MINIMAL'")
+    with pytest.raises(PreconditionError, match=r"binlog_row_image is MINIMAL.*--binlog-row-image=FULL"):
+        await BinlogConnection.connect(dsn)
+
+
+async def test_row_metadata_minimal_is_only_a_warning(
+    fresh_mariadb: MariaDBServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    fresh_mariadb.execute("SET GLOBAL binlog_row_metadata = 'MINIMAL'")
+    with caplog.at_level(logging.WARNING, logger="mybinlog.transport"):
+        async with await BinlogConnection.connect(DSN.parse(fresh_mariadb.repl_dsn)) as conn:
+            assert conn.info.binlog_row_metadata == "MINIMAL"
+    warnings = [r for r in caplog.records if r.name == "mybinlog.transport" and r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert "binlog_row_metadata is MINIMAL" in warnings[0].getMessage()
+    assert fresh_mariadb.repl_password not in warnings[0].getMessage()
+
+
+async def test_binlog_off_is_precondition_error(mariadb_factory: Callable[..., MariaDBServer]) -> None:
+    server = mariadb_factory(log_bin=None)
+    with pytest.raises(PreconditionError, match=r"log_bin=OFF.*--log-bin"):
+        await BinlogConnection.connect(DSN.parse(server.repl_dsn))
+
+
+# -- dumps ----------------------------------------------------------------------------------------------------
+
+
+async def test_file_position_nonblocking_dump(mariadb: MariaDBServer, db: str, repl: BinlogConnection) -> None:
+    mariadb.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(20))")
+    file, start, _gtid = await repl.current_position()
+    for i in range(3):
+        mariadb.execute(f"INSERT INTO `{db}`.t VALUES (%s, %s)", (i, f"value {i}"))
+    end_file, end = mariadb.master_status()
+    assert end_file == file
+
+    await repl.start_dump(file=file, position=start, blocking=False)
+    assert repl.streaming
+    events = await read_all(repl)
+    assert await repl.read_event() is None  # stays at the end
+    assert not repl.streaming
+
+    headers = [header(e) for e in events]
+    # the server starts with a fake ROTATE to the requested place, then the file's FORMAT_DESCRIPTION
+    assert headers[0]["type"] == ROTATE
+    assert headers[0]["timestamp"] == 0
+    assert int.from_bytes(events[0][19:27], "little") == start
+    assert events[0][27:-4].decode() == file
+    assert headers[1]["type"] == FORMAT_DESCRIPTION
+    for event, h in zip(events, headers, strict=True):
+        assert h["size"] == len(event)
+        assert crc_ok(event), f"bad CRC32 in event type {h['type']}"
+    types = [h["type"] for h in headers]
+    assert types.count(WRITE_ROWS_V1) == 3
+    assert types.count(XID) == 3
+    # nothing lost at the end: the last event ends exactly at the binlog's end, and it is the last commit
+    assert headers[-1]["log_pos"] == end
+    assert headers[-1]["type"] == XID
+
+
+async def test_gtid_nonblocking_dump_delivers_exactly_the_later_transactions(
+    mariadb: MariaDBServer, db: str, repl: BinlogConnection
+) -> None:
+    mariadb.execute(f"CREATE TABLE `{db}`.g (id INT PRIMARY KEY)")
+    before = mariadb.gtid_binlog_pos()
+    domain, server_id, seq = (int(x) for x in before.split("-"))
+    for i in range(5):
+        mariadb.execute(f"INSERT INTO `{db}`.g VALUES (%s)", (i,))
+    end_file, end = mariadb.master_status()
+
+    await repl.start_dump(gtid_set=before, blocking=False)
+    events = await read_all(repl)
+    gtids = [gtid_of(e) for e in events if e[4] == MARIADB_GTID]
+    assert gtids == [(domain, server_id, seq + n) for n in range(1, 6)]
+    headers = [header(e) for e in events]
+    assert [h["type"] for h in headers].count(WRITE_ROWS_V1) == 5
+    assert all(crc_ok(e) for e in events)
+    # the stream runs to the very end of the binlog: the last XID ends at the current end position
+    assert headers[-1]["type"] == XID
+    assert headers[-1]["log_pos"] == end
+    rotate = next(e for e in events if e[4] == ROTATE)
+    assert rotate[27:-4].decode() == end_file
+
+
+async def test_gtid_dump_accepts_a_gtid_set_object(mariadb: MariaDBServer, db: str) -> None:
+    mariadb.execute(f"CREATE TABLE `{db}`.o (id INT PRIMARY KEY)")
+    before = MariaDBGtidSet.parse(mariadb.gtid_binlog_pos())
+    mariadb.execute(f"INSERT INTO `{db}`.o VALUES (1)")
+    after = mariadb.gtid_binlog_pos()
+    async with await BinlogConnection.connect(DSN.parse(mariadb.repl_dsn)) as conn:
+        await conn.start_dump(gtid_set=before, blocking=False)
+        events = await read_all(conn)
+    gtids = [gtid_of(e) for e in events if e[4] == MARIADB_GTID]
+    assert ["-".join(map(str, g)) for g in gtids] == [after]
+
+
+async def test_blocking_dump_delivers_later_writes(mariadb: MariaDBServer, db: str, repl: BinlogConnection) -> None:
+    mariadb.execute(f"CREATE TABLE `{db}`.b (id INT PRIMARY KEY)")
+    file, position, _ = await repl.current_position()
+    await repl.start_dump(file=file, position=position, blocking=True)
+    first = await repl.read_event()
+    assert first is not None
+    assert first[4] == ROTATE
+    # written after the dump started: the server pushes it to us
+    mariadb.execute(f"INSERT INTO `{db}`.b VALUES (42)")
+    events = await read_until(repl, lambda e: e[4] == XID)
+    assert [e[4] for e in events].count(WRITE_ROWS_V1) == 1
+    assert repl.streaming
+
+
+async def test_cancelled_read_loses_no_event(mariadb: MariaDBServer, db: str, repl: BinlogConnection) -> None:
+    mariadb.execute(f"CREATE TABLE `{db}`.c (id INT PRIMARY KEY)")
+    file, position, _ = await repl.current_position()
+    await repl.start_dump(file=file, position=position, blocking=True)
+    # drain what the server sends at the start, until a read has to wait
+    assert await drain_until_idle(repl, 0.3) >= 2  # at least the fake ROTATE and FORMAT_DESCRIPTION
+    mariadb.execute(f"INSERT INTO `{db}`.c VALUES (1)")
+    events = await read_until(repl, lambda e: e[4] == XID)
+    types = [e[4] for e in events]
+    assert MARIADB_GTID in types
+    assert types.count(WRITE_ROWS_V1) == 1
+    assert all(crc_ok(e) for e in events)
+
+
+async def test_no_queries_while_streaming(repl: BinlogConnection) -> None:
+    await repl.start_dump(blocking=True)
+    with pytest.raises(ConfigurationError, match="streaming"):
+        await repl.current_position()
+    with pytest.raises(ConfigurationError, match="streaming"):
+        await repl.start_dump(blocking=True)
+
+
+async def test_read_before_start_dump_is_an_error(repl: BinlogConnection) -> None:
+    with pytest.raises(ConfigurationError, match="start_dump"):
+        await repl.read_event()
+
+
+async def test_invalid_start_arguments(repl: BinlogConnection) -> None:
+    with pytest.raises(ConfigurationError, match="not both"):
+        await repl.start_dump(file="binlog.000001", gtid_set="0-1-1")
+    with pytest.raises(ConfigurationError, match="position"):
+        await repl.start_dump(file="binlog.000001", position=1)
+    with pytest.raises(ConfigurationError, match="MariaDB GTID position"):
+        await repl.start_dump(gtid_set="0-1-1'; DROP TABLE x; --")
+    # the connection is still usable after rejected arguments
+    assert (await repl.current_position())[0].startswith("binlog.")
+
+
+async def test_heartbeats_arrive_when_idle(mariadb: MariaDBServer) -> None:
+    async with await BinlogConnection.connect(DSN.parse(mariadb.repl_dsn), heartbeat_period=0.1) as conn:
+        file, position, _ = await conn.current_position()
+        await conn.start_dump(file=file, position=position, blocking=True)
+        heartbeats: list[bytes] = []
+        async with asyncio.timeout(DEADLINE):
+            while len(heartbeats) < 3:
+                event = await conn.read_event()
+                assert event is not None
+                if event[4] == HEARTBEAT:
+                    heartbeats.append(event)
+    for event in heartbeats:
+        h = header(event)
+        assert h["size"] == len(event)
+        assert h["log_pos"] >= position
+        assert file.encode() in event[19:]
+
+
+# -- purged binlogs -------------------------------------------------------------------------------------------
+
+
+async def test_purged_binlog_is_binlog_purged_error(fresh_mariadb: MariaDBServer) -> None:
+    server = fresh_mariadb
+    server.execute("CREATE DATABASE p")
+    server.execute("CREATE TABLE p.t (id INT PRIMARY KEY)")
+    server.execute("INSERT INTO p.t VALUES (1)")
+    first_file = server.master_status()[0]
+    server.flush_binary_logs()
+    server.execute("INSERT INTO p.t VALUES (2)")
+    newest = server.flush_binary_logs()
+    # MariaDB keeps a file until InnoDB's binlog checkpoint has moved past it (asynchronously): poll.
+    async with asyncio.timeout(DEADLINE):
+        while True:
+            server.execute(f"PURGE BINARY LOGS TO '{newest}'")
+            if [name for name, _ in server.binlog_files()] == [newest]:
+                break
+            await asyncio.sleep(0.05)
+    dsn = DSN.parse(server.repl_dsn)
+
+    async with await BinlogConnection.connect(dsn) as conn:
+        with pytest.raises(BinlogPurgedError) as info:
+            await conn.start_dump(file=first_file, position=4, blocking=False)
+    assert info.value.errno == 1236
+    assert "purged" in str(info.value)
+    assert "take a new snapshot" in str(info.value)
+    assert server.repl_password not in str(info.value)
+
+    async with await BinlogConnection.connect(dsn) as conn:
+        with pytest.raises(BinlogPurgedError, match="start from a newer position"):
+            await conn.start_dump(gtid_set="0-1-1", blocking=False)
+
+    # the newest file is still there and can be read
+    async with await BinlogConnection.connect(dsn) as conn:
+        await conn.start_dump(file=newest, position=4, blocking=False)
+        events = await read_all(conn)
+        assert events[1][4] == FORMAT_DESCRIPTION
+
+
+# -- losing the server ------------------------------------------------------------------------------------------
+
+
+async def test_server_shutdown_hang_and_kill_mid_stream_are_connection_errors(fresh_mariadb: MariaDBServer) -> None:
+    server = fresh_mariadb
+    dsn = DSN.parse(server.repl_dsn)
+
+    # clean shutdown: MariaDB ends the dump (an error packet or a closed socket)
+    conn = await BinlogConnection.connect(dsn, heartbeat_period=1.0)
+    await conn.start_dump(blocking=True)
+    assert await conn.read_event() is not None
+    server.stop()
+    with pytest.raises(SourceConnectionError) as info:
+        await read_forever(conn)
+    assert info.value.retriable
+    with pytest.raises(SourceConnectionError):
+        await conn.read_event()
+    await conn.close()
+
+    # a hung server (SIGSTOP): no bytes, no heartbeats; idle_timeout declares the connection dead
+    server.start()
+    conn = await BinlogConnection.connect(dsn, heartbeat_period=0.1, idle_timeout=1.0)
+    await conn.start_dump(blocking=True)
+    await read_until(conn, lambda e: e[4] == HEARTBEAT)
+    pid = server.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        with pytest.raises(SourceConnectionError, match=r"no data from the server for 1 s") as info:
+            await read_forever(conn)
+        assert info.value.retriable
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    await conn.close()
+
+    # crash: SIGKILL closes the socket without a word
+    conn = await BinlogConnection.connect(dsn, heartbeat_period=1.0)
+    await conn.start_dump(blocking=True)
+    assert await conn.read_event() is not None
+    server.kill()
+    with pytest.raises(SourceConnectionError) as info:
+        await read_forever(conn)
+    assert info.value.retriable
+    assert server.repl_password not in str(info.value)
+    await conn.close()
+    await conn.close()  # idempotent
+
+
+# -- TLS ------------------------------------------------------------------------------------------------------
+
+
+def make_certificate(directory: Path) -> tuple[Path, Path]:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        skip_or_fail("openssl is not installed; it is needed to make a test certificate")
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+async def test_tls_connection_and_dump(mariadb_factory: Callable[..., MariaDBServer], tmp_path: Path) -> None:
+    cert, key = make_certificate(tmp_path)
+    server = mariadb_factory(ssl_cert=str(cert), ssl_key=str(key))
+    server.execute("CREATE DATABASE s")
+    server.execute("CREATE TABLE s.t (id INT PRIMARY KEY, v LONGTEXT)")
+    server.execute("INSERT INTO s.t VALUES (1, REPEAT('x', 300000))")
+    base = f"mysql://repl:{server.repl_password}@127.0.0.1:{server.port}"
+    for query in ("ssl=true", f"ssl=verify_identity&ssl_ca={cert}"):
+        async with await BinlogConnection.connect(DSN.parse(f"{base}?{query}")) as conn:
+            rows: Any = await conn.query("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+            assert rows[0][1], "the session is not encrypted"
+            await conn.start_dump(blocking=False)
+            events = await read_all(conn)
+            big = [e for e in events if e[4] == WRITE_ROWS_V1]
+            assert len(big) == 1
+            assert len(big[0]) > 300000
+            assert all(crc_ok(e) for e in events)
