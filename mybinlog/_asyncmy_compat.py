@@ -187,9 +187,7 @@ class PacketReader:
         "_transport",
     )
 
-    def __init__(
-        self, conn: Any, *, high_water: int = _DEFAULT_HIGH_WATER, idle_timeout: float | None = None
-    ) -> None:
+    def __init__(self, conn: Any, *, high_water: int = _DEFAULT_HIGH_WATER, idle_timeout: float | None = None) -> None:
         proto = conn._proto
         if proto is None:
             raise ConnectionLost("the connection is not open")

@@ -46,7 +46,7 @@ async def _writer(kwargs: dict[str, object], transactions: int, seed: int) -> st
                             rng.choice(["ada", "grace", "linus", "barbara"]),
                             f"{rng.randint(100, 99999) / 100:.2f}",
                             rng.choice(["", "gift", "express,fragile"]),
-                            '{"source": "demo", "n": %d}' % n,
+                            f'{{"source": "demo", "n": {n}}}',
                         ),
                     )
                     ids.append(int(cur.lastrowid))

@@ -107,9 +107,7 @@ class DSN:
         if isinstance(self.port, bool) or not isinstance(self.port, int) or not 0 < self.port < 65536:
             raise ConfigurationError(f"port {self.port!r} is not a TCP port (1-65535); {_EXPECTED_FORM}")
         if self.ssl not in get_args(SslMode):
-            raise ConfigurationError(
-                f"ssl mode {self.ssl!r} is unknown; use one of {', '.join(get_args(SslMode))}"
-            )
+            raise ConfigurationError(f"ssl mode {self.ssl!r} is unknown; use one of {', '.join(get_args(SslMode))}")
         if self.ssl_key is not None and self.ssl_cert is None:
             raise ConfigurationError("ssl_key is given without ssl_cert; a client key needs its certificate")
         timeout = self.connect_timeout
@@ -153,9 +151,7 @@ class DSN:
             host = parts.hostname or ""
             port = parts.port
         except ValueError as exc:
-            raise ConfigurationError(
-                f"the DSN's host or port is malformed ({exc}); {_EXPECTED_FORM}"
-            ) from None
+            raise ConfigurationError(f"the DSN's host or port is malformed ({exc}); {_EXPECTED_FORM}") from None
         if parts.fragment:
             raise ConfigurationError(f"the DSN must not contain a '#fragment'; {_EXPECTED_FORM}")
         database = unquote(parts.path.lstrip("/")) or None

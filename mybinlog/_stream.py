@@ -16,6 +16,7 @@ from ._position import BinlogPosition, PositionTracker
 from ._protocol._constants import LOG_EVENT_ARTIFICIAL_F
 from ._protocol._decoder import EventDecoder
 from ._protocol._events import (
+    BinlogCheckpointEvent,
     Event,
     FormatDescriptionEvent,
     HeartbeatEvent,
@@ -30,7 +31,16 @@ __all__ = ["BinlogStream"]
 
 logger = logging.getLogger("mybinlog.stream")
 
-_CONTROL = (FormatDescriptionEvent, RotateEvent, HeartbeatEvent, PreviousGtidsEvent, MariadbGtidListEvent)
+# Position bookkeeping, not transaction data: a reconnect re-sends some of these (and, in GTID mode, not the
+# BINLOG_CHECKPOINTs between transactions); they are never counted as already-yielded transaction events.
+_CONTROL = (
+    FormatDescriptionEvent,
+    RotateEvent,
+    HeartbeatEvent,
+    PreviousGtidsEvent,
+    MariadbGtidListEvent,
+    BinlogCheckpointEvent,
+)
 
 
 class BinlogStream:
@@ -317,7 +327,9 @@ class BinlogStream:
                 await conn.close()
                 raise
             self._conn = conn
-            self._skip = self._yielded_in_txn
+            # already yielded in the interrupted transaction: those re-seen since the last reconnect plus
+            # those not re-seen yet (a second cut can come while skipping)
+            self._skip += self._yielded_in_txn
             self._yielded_in_txn = 0
             self._replaying = True
             self.reconnects += 1

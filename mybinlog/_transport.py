@@ -115,8 +115,7 @@ def _grant_hint(flavor: str | None, user: str) -> str:
     if flavor == "mysql":
         return f"GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '{user}'@'<host>'"
     return (
-        f"GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '{user}'@'<host>' (MariaDB 10.5+: "
-        "REPLICATION "
+        f"GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '{user}'@'<host>' (MariaDB 10.5+: REPLICATION "
         "SLAVE, BINLOG MONITOR)"
     )
 
@@ -128,15 +127,13 @@ def translate_server_error(
     where = f"{dsn.display}" + (f" ({during})" if during else "")
     if errno in _AUTH_ERRNOS:
         return AuthenticationError(
-            f"{where}: the server rejected user {dsn.user!r}: {message}. Check the DSN's user name "
-            "and password, "
+            f"{where}: the server rejected user {dsn.user!r}: {message}. Check the DSN's user name and password, "
             f"and that the account may connect from this host",
             errno=errno,
         )
     if errno in _PRIVILEGE_ERRNOS:
         return AuthenticationError(
-            f"{where}: user {dsn.user!r} lacks a privilege: {message}. mybinlog needs: "
-            f"{_grant_hint(flavor, dsn.user)}",
+            f"{where}: user {dsn.user!r} lacks a privilege: {message}. mybinlog needs: {_grant_hint(flavor, dsn.user)}",
             errno=errno,
         )
     if errno == 4052 or (errno == 1236 and "same server_uuid/server_id" in message):
@@ -180,18 +177,14 @@ def _translate_exception(
         )
     if isinstance(exc, compat.ProtocolDesync):
         return SourceConnectionError(
-            f"{dsn.display}: the packet stream is out of sync ({exc}); reconnect and resume from the "
-            "last position"
+            f"{dsn.display}: the packet stream is out of sync ({exc}); reconnect and resume from the last position"
         )
     if isinstance(exc, TimeoutError):  # asyncio.TimeoutError is TimeoutError since Python 3.11
         return SourceConnectionError(
-            f"{dsn.display}: timed out{context}; is the server reachable? "
-            f"(connect_timeout={dsn.connect_timeout:g} s)"
+            f"{dsn.display}: timed out{context}; is the server reachable? (connect_timeout={dsn.connect_timeout:g} s)"
         )
     if isinstance(exc, OSError):
-        return SourceConnectionError(
-            f"{dsn.display}: cannot reach the server{context}: {exc.strerror or exc}"
-        )
+        return SourceConnectionError(f"{dsn.display}: cannot reach the server{context}: {exc.strerror or exc}")
     return None
 
 
@@ -294,14 +287,12 @@ def _check_binlog_settings(info: ServerInfo, dsn: DSN) -> None:
     if info.binlog_row_image != "FULL":
         raise PreconditionError(
             f"{where}: binlog_row_image is {info.binlog_row_image or 'unknown'}; mybinlog needs FULL (every "
-            "column of every changed row): SET GLOBAL binlog_row_image=FULL and restart writers, or "
-            "start the "
+            "column of every changed row): SET GLOBAL binlog_row_image=FULL and restart writers, or start the "
             "server with --binlog-row-image=FULL"
         )
     if info.binlog_row_metadata != "FULL":
         logger.warning(
-            "%s: binlog_row_metadata is %s, not FULL: column names will come from tracking DDL in "
-            "the binlog; "
+            "%s: binlog_row_metadata is %s, not FULL: column names will come from tracking DDL in the binlog; "
             "set binlog_row_metadata=FULL on the server to have them in every table map",
             where,
             info.binlog_row_metadata or "unsupported",
@@ -365,9 +356,7 @@ def encode_binlog_dump(*, file: str, position: int, server_id: int, flags: int) 
     return _DUMP.pack(COM_BINLOG_DUMP, position, flags, server_id) + file.encode("utf-8")
 
 
-def encode_binlog_dump_gtid(
-    *, file: str, position: int, server_id: int, flags: int, gtid_data: bytes
-) -> bytes:
+def encode_binlog_dump_gtid(*, file: str, position: int, server_id: int, flags: int, gtid_data: bytes) -> bytes:
     """COM_BINLOG_DUMP_GTID (MySQL 5.6+): command, flags u16, server id u32, name length u32, name,
     position u64, GTID data length u32, GTID data (the server reads the length even when it is 0)."""
     name = file.encode("utf-8")
@@ -420,8 +409,9 @@ class BinlogConnection:
         self.checksum = checksum
         """Whether streamed events end with a 4-byte CRC32 (the server's ``binlog_checksum`` is CRC32)."""
         self._reader: compat.PacketReader | None = None
-        self._batch: list[bytes] = []
+        self._batch: list[bytes] = []  # received events not yet returned: self._batch[self._batch_index:]
         self._batch_index = 0
+        self._stop: bytes | None = None  # the non-event packet (EOF, error) after the batch
         self._finished = False
         self._closed = False
         self._broken: str | None = None
@@ -452,8 +442,7 @@ class BinlogConnection:
             raise ConfigurationError(f"server_id must be an integer from 1 to 4294967295, got {server_id!r}")
         if not 0 <= heartbeat_period <= _MAX_HEARTBEAT_SECONDS:
             raise ConfigurationError(
-                f"heartbeat_period must be from 0 (off) to {_MAX_HEARTBEAT_SECONDS:g} seconds, got "
-                f"{heartbeat_period!r}"
+                f"heartbeat_period must be from 0 (off) to {_MAX_HEARTBEAT_SECONDS:g} seconds, got {heartbeat_period!r}"
             )
         if idle_timeout is None and heartbeat_period > 0:
             idle_timeout = max(_MIN_IDLE_TIMEOUT, 4 * heartbeat_period)
@@ -519,8 +508,7 @@ class BinlogConnection:
             missing = missing_privileges([_text(row[0]) for row in grants], info.flavor)
             if missing:
                 raise AuthenticationError(
-                    f"{dsn.display}: user {dsn.user!r} lacks {' and '.join(missing)}, needed to read "
-                    "the binlog: "
+                    f"{dsn.display}: user {dsn.user!r} lacks {' and '.join(missing)}, needed to read the binlog: "
                     f"{_grant_hint(info.flavor, dsn.user)}"
                 )
             if missing is None:
@@ -595,8 +583,7 @@ class BinlogConnection:
         rows = await self.query("SHOW BINARY LOG STATUS" if use_new else "SHOW MASTER STATUS")
         if not rows:
             raise PreconditionError(
-                f"{self.dsn.display}: the server reports no binlog position (binary logging is off); "
-                "start it "
+                f"{self.dsn.display}: the server reports no binlog position (binary logging is off); start it "
                 "with --log-bin"
             )
         row = rows[0]
@@ -646,9 +633,7 @@ class BinlogConnection:
         if file is not None and gtid_set is not None:
             raise ConfigurationError("start_dump() takes file/position or gtid_set, not both")
         if isinstance(position, bool) or not isinstance(position, int) or position < 4:
-            raise ConfigurationError(
-                f"position must be an integer >= 4 (a binlog's first event), got {position!r}"
-            )
+            raise ConfigurationError(f"position must be an integer >= 4 (a binlog's first event), got {position!r}")
         flags = 0 if blocking else BINLOG_DUMP_NON_BLOCK
         info = self.info
         if gtid_set is not None:
@@ -663,8 +648,7 @@ class BinlogConnection:
                 files = await self.binlog_files()
                 if not files:
                     raise PreconditionError(
-                        f"{self.dsn.display}: the server has no binlog files (binary logging is off); "
-                        "start it "
+                        f"{self.dsn.display}: the server has no binlog files (binary logging is off); start it "
                         "with --log-bin"
                     )
                 file, position = files[0][0], 4
@@ -675,9 +659,7 @@ class BinlogConnection:
                     file=file, position=position, server_id=self.server_id, flags=flags, gtid_data=b""
                 )
             else:
-                payload = encode_binlog_dump(
-                    file=file, position=position, server_id=self.server_id, flags=flags
-                )
+                payload = encode_binlog_dump(file=file, position=position, server_id=self.server_id, flags=flags)
             description = f"{file}:{position}"
 
         conn = self._conn
@@ -692,18 +674,16 @@ class BinlogConnection:
             self.server_id,
         )
         # The server answers with the first event (a fake ROTATE) once positioned, or with an error.
-        first = await self._read_packet()
-        if first[:1] == b"\xff":
-            self._fail(first)
-        self._batch_index -= 1  # read_event() starts with this packet
+        await self._refill()
+        if not self._batch and self._stop is not None and self._stop[:1] == b"\xff":
+            self._handle_stop()
 
     def _prepare_mysql_gtid(self, gtid_set: object, flags: int) -> bytes:
         from ._gtid import MySQLGtidSet
 
         if not self.info.gtid_mode:
             raise PreconditionError(
-                f"{self.dsn.display}: a GTID start needs gtid_mode=ON on the server (it is OFF); "
-                "start from a "
+                f"{self.dsn.display}: a GTID start needs gtid_mode=ON on the server (it is OFF); start from a "
                 "file and position instead, or enable GTIDs (SET GLOBAL gtid_mode ... step by step to ON)"
             )
         if isinstance(gtid_set, str):
@@ -724,28 +704,26 @@ class BinlogConnection:
         text = _mariadb_gtid_text(gtid_set)
         # Validated to digits, dashes and commas, so it is safe inside the quotes.
         await self.query(
-            f"SET @slave_connect_state = '{text}', @slave_gtid_strict_mode = 1, "
-            "@slave_gtid_ignore_duplicates = 0"
+            f"SET @slave_connect_state = '{text}', @slave_gtid_strict_mode = 1, @slave_gtid_ignore_duplicates = 0"
         )
         # COM_BINLOG_DUMP with an empty file name and position 4: exactly 11 bytes, no trailing byte.
         return encode_binlog_dump(file="", position=4, server_id=self.server_id, flags=flags)
 
-    async def _read_packet(self) -> bytes:
-        """The next packet payload, from the current batch or a new one (errors translated)."""
-        batch = self._batch
-        index = self._batch_index
-        if index < len(batch):
-            self._batch_index = index + 1
-            return batch[index]
+    async def _refill(self) -> bool:
+        """Read the next batch of events (errors translated). Returns False at the end of the stream.
+
+        The batch and the packet that ended it are stored before anything is returned, so a caller cancelled
+        while waiting loses nothing.
+        """
         reader = self._reader
         if reader is None:
             raise ConfigurationError(f"{self.dsn.display}: call start_dump() before read_event()")
         if self._broken is not None:
-            raise SourceConnectionError(
-                f"{self.dsn.display}: the connection is unusable ({self._broken}); reconnect"
-            )
+            raise SourceConnectionError(f"{self.dsn.display}: the connection is unusable ({self._broken}); reconnect")
+        if self._finished:
+            return False
         try:
-            batch = await reader.read_batch()
+            batch, stop = await reader.read_ok_batch()
         except Exception as exc:
             error = _translate_exception(exc, self.dsn, flavor=self.info.flavor, during="reading the binlog")
             if error is None:
@@ -753,16 +731,31 @@ class BinlogConnection:
             self._broken = error.message
             compat.close_transport(self._conn)
             raise error from exc
-        # stored before returning: a cancelled caller loses nothing
         self._batch = batch
-        self._batch_index = 1
-        return batch[0]
+        self._batch_index = 0
+        self._stop = stop
+        return True
+
+    def _handle_stop(self) -> None:
+        """The packet that ended the events: EOF (end of a non-blocking dump) returns, anything else raises."""
+        packet = self._stop
+        assert packet is not None
+        self._stop = None
+        if packet[:1] == b"\xfe":
+            self._finished = True
+            logger.debug("%s: end of the non-blocking binlog dump", self.dsn.display)
+            return
+        if packet[:1] == b"\xff":
+            self._fail(packet)
+        self._broken = f"unexpected packet starting with {packet[:1].hex() or 'nothing'}"
+        compat.close_transport(self._conn)
+        raise SourceConnectionError(
+            f"{self.dsn.display}: {self._broken} in the binlog stream; reconnect and resume from the last position"
+        )
 
     def _fail(self, packet: bytes) -> NoReturn:
         errno, _state, message = parse_error_packet(packet)
-        error = translate_server_error(
-            self.dsn, errno, message, flavor=self.info.flavor, during="binlog dump"
-        )
+        error = translate_server_error(self.dsn, errno, message, flavor=self.info.flavor, during="binlog dump")
         self._broken = error.message
         compat.close_transport(self._conn)
         raise error
@@ -775,36 +768,35 @@ class BinlogConnection:
         ``idle_timeout``), and the translated server error when the server ends the dump with one.
         Cancelling a read loses nothing: the next call returns the same event.
         """
-        batch = self._batch
-        index = self._batch_index
-        if index < len(batch):
-            self._batch_index = index + 1
-            packet = batch[index]
-        elif self._finished:
-            return None
-        else:
-            packet = await self._read_packet()
-        if packet and not packet[0]:  # 0x00: an event follows
-            return packet[1:]
-        self._end_of_stream(packet)
-        return None
+        while True:
+            batch = self._batch
+            index = self._batch_index
+            if index < len(batch):
+                self._batch_index = index + 1
+                return batch[index]
+            if self._stop is not None:
+                self._handle_stop()
+                return None
+            if not await self._refill():
+                return None
 
-    def _end_of_stream(self, packet: bytes) -> None:
-        """A packet that is not an event: EOF (end of a non-blocking dump) returns, anything else raises."""
-        if packet[:1] == b"\xfe":
-            self._finished = True
-            self._batch = []
-            self._batch_index = 0
-            logger.debug("%s: end of the non-blocking binlog dump", self.dsn.display)
-            return
-        if packet[:1] == b"\xff":
-            self._fail(packet)
-        self._broken = f"unexpected packet starting with {packet[:1].hex() or 'nothing'}"
-        compat.close_transport(self._conn)
-        raise SourceConnectionError(
-            f"{self.dsn.display}: {self._broken} in the binlog stream; reconnect and resume from the "
-            "last position"
-        )
+    async def read_events(self) -> list[bytes] | None:
+        """All events that are already received (at least one; waits if none), or ``None`` at the end of a
+        non-blocking dump. The same events as :meth:`read_event`, without a call per event: use it to move
+        events in bulk (a dispatcher filling its buffer). Cancellation-safe like :meth:`read_event`.
+        """
+        while True:
+            batch = self._batch
+            index = self._batch_index
+            if index < len(batch):
+                self._batch = []
+                self._batch_index = 0
+                return batch[index:] if index else batch
+            if self._stop is not None:
+                self._handle_stop()
+                return None
+            if not await self._refill():
+                return None
 
     @property
     def streaming(self) -> bool:
@@ -855,8 +847,7 @@ def _mariadb_gtid_text(gtid_set: object) -> str:
     for element in elements:
         if not _MARIADB_GTID_RE.fullmatch(element) or not element.isascii():
             raise ConfigurationError(
-                f"{text!r} is not a MariaDB GTID position; expected domain-server-seq list like "
-                "'0-1-100,1-2-5' "
+                f"{text!r} is not a MariaDB GTID position; expected domain-server-seq list like '0-1-100,1-2-5' "
                 "(e.g. @@gtid_binlog_pos)"
             )
     return ",".join(elements)

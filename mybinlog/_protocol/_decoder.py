@@ -43,7 +43,6 @@ from ._events import (
     QueryEvent,
     RandEvent,
     RotateEvent,
-    RowsEvent,
     RowsQueryEvent,
     StopEvent,
     TableMapEvent,
@@ -88,7 +87,7 @@ def parse_header(data: bytes) -> tuple[int, int, int, int, int, int]:
     """(timestamp, type_code, server_id, event_size, log_pos, flags) of an event's 19-byte header."""
     if len(data) < HEADER_LEN:
         raise TruncatedError(f"event header needs {HEADER_LEN} bytes, got {len(data)}")
-    return _HEADER.unpack_from(data)  # type: ignore[return-value]
+    return _HEADER.unpack_from(data)
 
 
 def _checksum_capable(server_version: str) -> bool:
@@ -608,7 +607,10 @@ def _parse_query_status(data: bytes, pos: int, end: int) -> tuple[int | None, in
     """Extract character_set_client and sql_mode from QUERY status variables (others are skipped)."""
     charset: int | None = None
     sql_mode: int | None = None
-    fixed = {0: 4, 1: 8, 3: 4, 4: 6, 7: 2, 8: 2, 9: 8, 10: 4, 13: 3, 16: 1, 17: 8, 18: 2, 19: 1, 20: 1, 128: 3, 129: 8, 130: 1}
+    fixed = {
+        0: 4, 1: 8, 3: 4, 4: 6, 7: 2, 8: 2, 9: 8, 10: 4, 13: 3, 16: 1, 17: 8, 18: 2, 19: 1, 20: 1,
+        128: 3, 129: 8, 130: 1,
+    }
     try:
         while pos < end:
             code = data[pos]
@@ -751,7 +753,7 @@ def _decode_tagged_gtid(h: dict[str, Any], data: bytes, pos: int, end: int) -> G
     uuid = b""
     gno = 0
     tag = ""
-    f: dict[str, int] = {}
+    f: dict[str, Any] = {}
     names = {
         4: "last_committed",
         5: "sequence_number",

@@ -123,7 +123,9 @@ _META_LEN = {
     ColumnType.ENUM: 2,
     ColumnType.SET: 2,
 }
-_BIG_ENDIAN_META = frozenset({ColumnType.NEWDECIMAL, ColumnType.STRING, ColumnType.ENUM, ColumnType.SET, ColumnType.BIT})
+_BIG_ENDIAN_META = frozenset(
+    {ColumnType.NEWDECIMAL, ColumnType.STRING, ColumnType.ENUM, ColumnType.SET, ColumnType.BIT}
+)
 
 
 class TableMap:
@@ -344,7 +346,7 @@ def _parse_optional_metadata(
 # Row decoder compiler
 # ---------------------------------------------------------------------------------------------------------
 
-_STRUCTS = {
+_STRUCTS: dict[tuple[int, bool], str] = {
     (ColumnType.SHORT, False): "<h",
     (ColumnType.SHORT, True): "<H",
     (ColumnType.LONG, False): "<i",
@@ -550,7 +552,6 @@ def _image_code(g: _Gen, table: TableMap, present: int, prefix: str, partial: bo
         lines += ["nb = buf[pos]", "pos += 1"]
     else:
         lines += [f"nb = _from(buf[pos:pos + {nb}], 'little')", f"pos += {nb}"]
-    names = []
     for j, c in enumerate(cols):
         var = f"{prefix}{c.index}"
         body = _column_code(g, c, var, partial_of.get(c.index))
@@ -559,8 +560,7 @@ def _image_code(g: _Gen, table: TableMap, present: int, prefix: str, partial: bo
         lines.append(f"    {var} = None")
         lines.append("else:")
         lines += ["    " + b for b in body]
-    for c in table.columns:
-        names.append(f"{prefix}{c.index}" if present >> c.index & 1 else "MISSING")
+    names = [f"{prefix}{c.index}" if present >> c.index & 1 else "MISSING" for c in table.columns]
     tup = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
     return lines, tup
 
@@ -583,6 +583,6 @@ def _compile(table: TableMap, mode: int, present: int, present_after: int) -> Ca
     ]
     code = "\n".join(src)
     ns = g.ns
-    exec(compile(code, f"<mybinlog rows {table.schema}.{table.name}>", "exec"), ns)  # noqa: S102
+    exec(compile(code, f"<mybinlog rows {table.schema}.{table.name}>", "exec"), ns)
     fn: Callable[[bytes, int, int], list[Any]] = ns["_decode_rows"]
     return fn

@@ -290,6 +290,32 @@ async def test_file_position_nonblocking_dump(mariadb: MariaDBServer, db: str, r
     assert headers[-1]["type"] == XID
 
 
+async def test_read_events_returns_the_same_events_in_bulk(mariadb: MariaDBServer, db: str) -> None:
+    mariadb.execute(f"CREATE TABLE `{db}`.m (id INT PRIMARY KEY, v MEDIUMTEXT)")
+    dsn = DSN.parse(mariadb.repl_dsn)
+    async with await BinlogConnection.connect(dsn) as conn:
+        file, start, _ = await conn.current_position()
+    mariadb.execute(f"INSERT INTO `{db}`.m VALUES (1, REPEAT('a', 100000))")
+    for i in range(2, 200):
+        mariadb.execute(f"INSERT INTO `{db}`.m VALUES (%s, 'b')", (i,))
+    async with await BinlogConnection.connect(dsn) as conn:
+        await conn.start_dump(file=file, position=start, blocking=False)
+        one_by_one = await read_all(conn)
+    async with await BinlogConnection.connect(dsn) as conn:
+        await conn.start_dump(file=file, position=start, blocking=False)
+        bulk: list[bytes] = []
+        batches = 0
+        async with asyncio.timeout(DEADLINE):
+            while (events := await conn.read_events()) is not None:
+                assert events, "read_events() returned an empty batch"
+                bulk.extend(events)
+                batches += 1
+        assert await conn.read_events() is None
+    assert bulk == one_by_one
+    assert len(bulk) > 4 * 199
+    assert batches < len(bulk)
+
+
 async def test_gtid_nonblocking_dump_delivers_exactly_the_later_transactions(
     mariadb: MariaDBServer, db: str, repl: BinlogConnection
 ) -> None:

@@ -300,3 +300,53 @@ async def test_close_transport_closes_without_quit() -> None:
     compat.close_transport(conn)
     assert transport.closed
     assert bytes(transport.written) == b""
+
+
+async def test_read_ok_batch_strips_the_ok_byte_and_stops_at_eof() -> None:
+    conn, proto, _t = make_conn()
+    events = [bytes([i]) * (19 + i) for i in range(10)]
+    eof = b"\xfe\x00\x00\x02\x00"
+    feed(proto, b"".join(packet(b"\x00" + e, seq) for seq, e in enumerate(events, start=1)) + packet(eof, 11))
+    feed(proto, packet(b"\x00late", 12))
+    reader = compat.PacketReader(conn)
+    batch, stop = await reader.read_ok_batch()
+    assert batch == events
+    assert stop == eof
+    # the batch ended at the EOF packet: what follows is still buffered
+    assert await reader.read_ok_batch() == ([b"late"], None)
+
+
+async def test_read_ok_batch_respects_max_bytes_but_returns_a_large_first_packet() -> None:
+    conn, proto, _t = make_conn()
+    feed(proto, packet(b"\x00" + b"a" * 5000, 1) + packet(b"\x00b", 2) + packet(b"\x00c", 3))
+    reader = compat.PacketReader(conn)
+    assert await reader.read_ok_batch(max_bytes=100) == ([b"a" * 5000], None)
+    assert await reader.read_ok_batch(max_bytes=100) == ([b"b", b"c"], None)
+
+
+async def test_read_ok_batch_error_packet_alone() -> None:
+    conn, proto, _t = make_conn()
+    error = b"\xff\xd4\x04#HY000Could not find first log file name in binary log index file"
+    feed(proto, packet(error, 1))
+    reader = compat.PacketReader(conn)
+    assert await reader.read_ok_batch() == ([], error)
+
+
+async def test_read_ok_batch_keeps_packets_before_a_bad_sequence_number() -> None:
+    conn, proto, _t = make_conn()
+    feed(proto, packet(b"\x00one", 1) + packet(b"\x00two", 2) + packet(b"\x00bad", 9))
+    reader = compat.PacketReader(conn)
+    assert await reader.read_ok_batch() == ([b"one", b"two"], None)
+    with pytest.raises(compat.ProtocolDesync, match="sequence number 9 where 3"):
+        await reader.read_ok_batch()
+
+
+async def test_read_ok_batch_waits_and_reassembles_large_events() -> None:
+    conn, proto, _t = make_conn()
+    reader = compat.PacketReader(conn, high_water=0)
+    payload = b"\x00" + b"L" * (MAX + 3)
+    task = asyncio.create_task(reader.read_ok_batch())
+    await asyncio.sleep(0)
+    assert not task.done()
+    feed(proto, wire(payload))
+    assert await task == ([payload[1:]], None)

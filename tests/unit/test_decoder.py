@@ -85,7 +85,8 @@ def test_checksum_mismatch_raises_checksum_error() -> None:
     err = info.value
     assert (err.offset, err.file, err.type_code) == (1234, "binlog.000007", EventType.QUERY_EVENT)
     assert "CRC32 mismatch in QUERY_EVENT" in str(err)
-    assert "offset 1234" in str(err) and "binlog.000007" in str(err)
+    assert "offset 1234" in str(err)
+    assert "binlog.000007" in str(err)
 
 
 def test_checksum_mismatch_in_the_checksum_itself() -> None:
@@ -101,7 +102,8 @@ def test_unverified_checksum_is_stripped_not_checked() -> None:
     data = bytearray(event(EventType.XID_EVENT, struct.pack("<Q", 9), crc=True))
     data[-1] ^= 0xFF
     ev = dec.decode(bytes(data), 50)
-    assert isinstance(ev, XidEvent) and ev.xid == 9
+    assert isinstance(ev, XidEvent)
+    assert ev.xid == 9
 
 
 def test_format_description_checksum_is_verified() -> None:
@@ -109,7 +111,8 @@ def test_format_description_checksum_is_verified() -> None:
     data[30] ^= 0x01  # inside the server version
     with pytest.raises(ChecksumError) as info:
         EventDecoder().decode(bytes(data), 4)
-    assert info.value.offset == 4 and info.value.type_code == EventType.FORMAT_DESCRIPTION_EVENT
+    assert info.value.offset == 4
+    assert info.value.type_code == EventType.FORMAT_DESCRIPTION_EVENT
 
 
 def test_format_description_checksum_ignores_the_in_use_flag() -> None:
@@ -123,7 +126,8 @@ def test_format_description_checksum_ignores_the_in_use_flag() -> None:
 def test_checksum_off_means_no_trailer_is_stripped() -> None:
     dec = mysql_decoder(crc=False)
     ev = dec.decode(event(EventType.QUERY_EVENT, query_body("COMMIT")), 300)
-    assert isinstance(ev, QueryEvent) and ev.query == "COMMIT"
+    assert isinstance(ev, QueryEvent)
+    assert ev.query == "COMMIT"
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -137,7 +141,8 @@ def test_unknown_event_type_raises_naming_type_and_offset() -> None:
         dec.decode(event(99, b"\x01\x02\x03", crc=True), 4321)
     err = info.value
     assert (err.type_code, err.offset, err.file) == (99, 4321, "binlog.000002")
-    assert "99" in str(err) and "offset 4321" in str(err)
+    assert "99" in str(err)
+    assert "offset 4321" in str(err)
     assert "upgrade" in str(err)  # names the fix
 
 
@@ -171,7 +176,8 @@ def test_event_shorter_than_its_header_says_is_truncated() -> None:
     data = event(EventType.XID_EVENT, struct.pack("<Q", 1))
     with pytest.raises(TruncatedError) as info:
         EventDecoder().decode(data[:-3], 77)
-    assert info.value.offset == 77 and info.value.type_code == EventType.XID_EVENT
+    assert info.value.offset == 77
+    assert info.value.type_code == EventType.XID_EVENT
     assert "XID_EVENT" in str(info.value)
 
 
@@ -198,7 +204,8 @@ def test_rows_event_truncated_in_its_bitmaps() -> None:
     body = rows_body(5, 2, b"", b"")  # ends right after the column count
     with pytest.raises(TruncatedError) as info:
         dec.decode(event(EventType.WRITE_ROWS_EVENT, body), 900)
-    assert info.value.offset == 900 and info.value.type_code == EventType.WRITE_ROWS_EVENT
+    assert info.value.offset == 900
+    assert info.value.type_code == EventType.WRITE_ROWS_EVENT
 
 
 def test_table_map_truncated_in_its_column_types() -> None:
@@ -217,7 +224,8 @@ def test_gtid_list_shorter_than_its_count() -> None:
 def test_gtid_list_decodes() -> None:
     body = struct.pack("<I", 1) + struct.pack("<IIQ", 0, 1, 42) + b"\x00\x00"  # MariaDB pads the list
     ev = mariadb_decoder().decode(event(EventType.MARIADB_GTID_LIST_EVENT, body, crc=True), 256)
-    assert isinstance(ev, MariadbGtidListEvent) and str(ev.gtid_set) == "0-1-42"
+    assert isinstance(ev, MariadbGtidListEvent)
+    assert str(ev.gtid_set) == "0-1-42"
 
 
 def test_transaction_payload_inner_event_running_past_the_payload() -> None:
@@ -246,7 +254,8 @@ def test_rows_event_without_table_map_is_a_decode_error() -> None:
     with pytest.raises(DecodeError) as info:
         dec.decode(event(EventType.WRITE_ROWS_EVENT, body), 1500)
     err = info.value
-    assert "table_id 77" in str(err) and "TABLE_MAP" in str(err)
+    assert "table_id 77" in str(err)
+    assert "TABLE_MAP" in str(err)
     assert (err.offset, err.file, err.type_code) == (1500, "mysql-bin.000003", EventType.WRITE_ROWS_EVENT)
 
 
@@ -265,11 +274,11 @@ def test_rows_are_decoded_lazily_and_errors_surface_on_access() -> None:
     ev = dec.decode(event(EventType.WRITE_ROWS_EVENT, rows_body(5, 2, b"\x03", good + bad)), 4000)
     assert isinstance(ev, WriteRowsEvent)  # decoding the event did not touch the rows
     with pytest.raises(DecodeError) as info:
-        ev.rows
+        _ = ev.rows
     assert (info.value.offset, info.value.file) == (4000, "binlog.000001")
     assert "`db`.`t`" in str(info.value)
     with pytest.raises(DecodeError):  # still failing, not half-cached
-        ev.rows
+        _ = ev.rows
 
     ok = dec.decode(event(EventType.WRITE_ROWS_EVENT, rows_body(5, 2, b"\x03", good + good)), 4100)
     assert ok.rows == [(-5, "hi"), (-5, "hi")]  # type: ignore[attr-defined]
@@ -282,7 +291,7 @@ def test_trailing_bytes_after_the_last_row_are_an_error() -> None:
     rows = b"\x00" + struct.pack("<i", 1) + b"\x01a" + b"\x00"
     ev = dec.decode(event(EventType.WRITE_ROWS_EVENT, rows_body(5, 2, b"\x03", rows)), 10)
     with pytest.raises(DecodeError):
-        ev.rows  # type: ignore[attr-defined]
+        _ = ev.rows  # type: ignore[attr-defined]
 
 
 def test_update_rows_are_pairs_and_absent_columns_are_missing() -> None:
@@ -294,7 +303,8 @@ def test_update_rows_are_pairs_and_absent_columns_are_missing() -> None:
     ev = dec.decode(event(EventType.UPDATE_ROWS_EVENT, body), 10)
     assert isinstance(ev, UpdateRowsEvent)
     assert ev.rows == [((1, MISSING), (2, None))]
-    assert ev.rows[0][0][1] is MISSING and repr(MISSING) == "MISSING"
+    assert ev.rows[0][0][1] is MISSING
+    assert repr(MISSING) == "MISSING"
 
 
 def test_null_bitmap_marks_nulls() -> None:
@@ -310,10 +320,14 @@ def test_table_map_cache_reuses_identical_bytes() -> None:
     first = dec.decode(event(EventType.TABLE_MAP_EVENT, int_varchar_table(5)))
     again = dec.decode(event(EventType.TABLE_MAP_EVENT, int_varchar_table(6)))  # same body, other table id
     other = dec.decode(event(EventType.TABLE_MAP_EVENT, int_varchar_table(7, name="u")))
-    assert isinstance(first, TableMapEvent) and isinstance(again, TableMapEvent) and isinstance(other, TableMapEvent)
+    assert isinstance(first, TableMapEvent)
+    assert isinstance(again, TableMapEvent)
+    assert isinstance(other, TableMapEvent)
     assert again.table is first.table
-    assert other.table is not first.table and other.table.name == "u"
-    assert dec.table_map(5) is dec.table_map(6) is first.table and dec.table_map(7) is other.table
+    assert other.table is not first.table
+    assert other.table.name == "u"
+    assert dec.table_map(5) is dec.table_map(6) is first.table
+    assert dec.table_map(7) is other.table
     # the compiled row decoder is shared too: one per (table, image layout)
     for table_id in (5, 6):
         ev = dec.decode(event(EventType.WRITE_ROWS_EVENT, rows_body(table_id, 2, b"\x03", b"\x02\x01\x00\x00\x00")))
@@ -336,7 +350,8 @@ def test_primary_key_keeps_key_order_and_prefixes() -> None:
     assert ev.table.primary_key_prefixes == (0, 10)  # type: ignore[attr-defined]
     simple = optional(8, _packed(1) + _packed(0))
     ev = EventDecoder().decode(event(EventType.TABLE_MAP_EVENT, int_varchar_table(metadata=simple)))
-    assert ev.table.primary_key == (1, 0) and ev.table.primary_key_prefixes == (0, 0)  # type: ignore[attr-defined]
+    assert ev.table.primary_key == (1, 0)
+    assert ev.table.primary_key_prefixes == (0, 0)  # type: ignore[attr-defined]
     assert all(c.primary_key for c in ev.table.columns)  # type: ignore[attr-defined]
 
 
@@ -404,4 +419,5 @@ def test_decode_is_sans_io_and_stateful_per_instance() -> None:
     """Two decoders do not share table maps (one per stream)."""
     a, b = EventDecoder(), EventDecoder()
     a.decode(event(EventType.TABLE_MAP_EVENT, int_varchar_table()))
-    assert a.table_map(5) is not None and b.table_map(5) is None
+    assert a.table_map(5) is not None
+    assert b.table_map(5) is None
