@@ -167,8 +167,7 @@ class PacketReader:
     """Reads whole packet payloads (multi-packet payloads reassembled) from an asyncmy connection.
 
     Create it when the connection starts streaming (after :func:`send_command`); it takes over sequence-id
-    tracking from asyncmy. ``high_water`` bounds the bytes buffered in Python (0 disables flow control; TLS
-    connections are not paused because asyncio's TLS layer binds the protocol's callbacks once).
+    tracking from asyncmy. ``high_water`` bounds the bytes buffered in Python (0 disables flow control).
     ``idle_timeout`` (seconds, ``None`` for no limit) is how long :meth:`read` waits for bytes before it
     declares the connection dead.
 
@@ -216,9 +215,12 @@ class PacketReader:
                     transport.pause_reading()
                     self._paused = True
 
-        # An instance attribute shadows the method: asyncio's socket transports look up
-        # protocol.buffer_updated on every read.
+        # An instance attribute shadows the method. asyncio's socket transports look up protocol.buffer_updated
+        # on every read; its TLS transport binds it once, in set_protocol(), so hand the protocol over again.
         proto.buffer_updated = buffer_updated
+        transport = self._transport
+        if transport is not None and not transport.is_closing():
+            transport.set_protocol(proto)
 
     @property
     def buffered(self) -> int:

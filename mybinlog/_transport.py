@@ -18,6 +18,7 @@ Every foreign exception is translated where it enters, by :func:`_translate_erro
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import random
@@ -45,14 +46,17 @@ from ._exceptions import (
 
 __all__ = [
     "BINLOG_DUMP_NON_BLOCK",
+    "BINLOG_SEND_ANNOTATE_ROWS_EVENT",
     "BINLOG_THROUGH_GTID",
     "COM_BINLOG_DUMP",
     "COM_BINLOG_DUMP_GTID",
     "SERVER_ID_RANGE",
     "BinlogConnection",
     "ServerInfo",
+    "TransportStatistics",
     "encode_binlog_dump",
     "encode_binlog_dump_gtid",
+    "missing_privileges",
     "parse_error_packet",
     "random_server_id",
     "translate_server_error",
@@ -65,6 +69,7 @@ COM_BINLOG_DUMP_GTID = 0x1E
 BINLOG_DUMP_NON_BLOCK = 0x01
 BINLOG_THROUGH_POSITION = 0x02
 BINLOG_THROUGH_GTID = 0x04
+BINLOG_SEND_ANNOTATE_ROWS_EVENT = 0x02  # MariaDB's meaning of flag 0x02 in COM_BINLOG_DUMP
 MARIA_SLAVE_CAPABILITY_GTID = 4
 
 SERVER_ID_RANGE = (0x4000_0000, 0xFFFF_FFFF)
@@ -348,6 +353,18 @@ def random_server_id(avoid: int | None = None) -> int:
             return candidate
 
 
+@dataclass(frozen=True)
+class TransportStatistics:
+    """A snapshot of a :class:`BinlogConnection`'s receive side."""
+
+    buffered_bytes: int
+    """Bytes received from the server and not yet cut into events."""
+    pending_events: int
+    """Events cut from the buffer and not yet returned by read_event()/read_events()."""
+    reading_paused: bool
+    """True while the socket is not read because the buffer is over its limit (8 MiB)."""
+
+
 # -- dump commands --------------------------------------------------------------------------------------
 
 
@@ -450,32 +467,41 @@ class BinlogConnection:
             raise ConfigurationError(f"idle_timeout must be positive seconds or None, got {idle_timeout!r}")
 
         ssl_context = dsn.ssl_context()
-        with _translate_errors(dsn, during="connecting"):
-            conn = await asyncmy.connect(
-                host=dsn.host,
-                port=dsn.port,
-                user=dsn.user,
-                password=dsn.password.encode("utf-8"),
-                database=dsn.database,
-                unix_socket=dsn.unix_socket,
-                ssl=ssl_context,
-                connect_timeout=dsn.connect_timeout,
-                autocommit=True,
-                charset="utf8mb4",
-                program_name="mybinlog",
-            )
+        # One budget for the whole connection phase: TCP connect, TLS, authentication and the setup queries
+        # (a server that accepts connections but does not answer must not hang us).
         try:
-            return await cls._setup(
-                conn,
-                dsn,
-                server_id=server_id,
-                heartbeat_period=heartbeat_period,
-                idle_timeout=idle_timeout,
-                check_preconditions=check_preconditions,
-            )
-        except BaseException:
-            compat.close_transport(conn)
-            raise
+            async with asyncio.timeout(dsn.connect_timeout):
+                with _translate_errors(dsn, during="connecting"):
+                    conn = await asyncmy.connect(
+                        host=dsn.host,
+                        port=dsn.port,
+                        user=dsn.user,
+                        password=dsn.password.encode("utf-8"),
+                        database=dsn.database,
+                        unix_socket=dsn.unix_socket,
+                        ssl=ssl_context,
+                        connect_timeout=dsn.connect_timeout,
+                        autocommit=True,
+                        charset="utf8mb4",
+                        program_name="mybinlog",
+                    )
+                try:
+                    return await cls._setup(
+                        conn,
+                        dsn,
+                        server_id=server_id,
+                        heartbeat_period=heartbeat_period,
+                        idle_timeout=idle_timeout,
+                        check_preconditions=check_preconditions,
+                    )
+                except BaseException:
+                    compat.close_transport(conn)
+                    raise
+        except TimeoutError as exc:
+            raise SourceConnectionError(
+                f"{dsn.display}: the server did not complete the connection within connect_timeout="
+                f"{dsn.connect_timeout:g} s; is it overloaded or hung? Retry, or raise connect_timeout in the DSN"
+            ) from exc
 
     @classmethod
     async def _setup(
@@ -615,6 +641,7 @@ class BinlogConnection:
         position: int = 4,
         gtid_set: str | object | None = None,
         blocking: bool = True,
+        annotate_rows: bool = False,
     ) -> None:
         """Ask the server to stream the binlog, and wait until it has accepted (the first packet is in).
 
@@ -624,6 +651,9 @@ class BinlogConnection:
           (text or ``MariaDBGtidSet``), e.g. ``@@gtid_binlog_pos`` of an earlier moment; the server starts
           after it (strict mode: a GTID that is not in the binlog is an error).
         - neither: the oldest binlog file still on the server.
+        - ``annotate_rows=True`` (MariaDB): also send the ANNOTATE_ROWS events (type 160, the SQL statement
+          before its row events) that MariaDB logs by default but streams only on request. MySQL streams its
+          ROWS_QUERY events whenever the server logs them (``binlog_rows_query_log_events=ON``).
         - ``blocking=False``: the server ends the stream at the current end of the binlog; :meth:`read_event`
           then returns ``None``. With ``blocking=True`` it waits for new events (and sends heartbeats).
 
@@ -634,8 +664,10 @@ class BinlogConnection:
             raise ConfigurationError("start_dump() takes file/position or gtid_set, not both")
         if isinstance(position, bool) or not isinstance(position, int) or position < 4:
             raise ConfigurationError(f"position must be an integer >= 4 (a binlog's first event), got {position!r}")
-        flags = 0 if blocking else BINLOG_DUMP_NON_BLOCK
         info = self.info
+        flags = 0 if blocking else BINLOG_DUMP_NON_BLOCK
+        if annotate_rows and info.flavor == "mariadb":
+            flags |= BINLOG_SEND_ANNOTATE_ROWS_EVENT
         if gtid_set is not None:
             if info.flavor == "mariadb":
                 payload = await self._prepare_mariadb_gtid(gtid_set, flags)
@@ -797,6 +829,15 @@ class BinlogConnection:
                 return None
             if not await self._refill():
                 return None
+
+    def statistics(self) -> TransportStatistics:
+        """How much is received but not yet returned, and whether socket reads are paused for it."""
+        reader = self._reader
+        return TransportStatistics(
+            buffered_bytes=reader.buffered if reader is not None else 0,
+            pending_events=len(self._batch) - self._batch_index,
+            reading_paused=reader.paused if reader is not None else False,
+        )
 
     @property
     def streaming(self) -> bool:

@@ -12,8 +12,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh --test
 
 PY=.venv/bin/python
-echo "test: ruff check mybinlog"
-"$PY" -m ruff check mybinlog
+echo "test: ruff check mybinlog tests benchmarks"
+"$PY" -m ruff check mybinlog tests benchmarks
 echo "test: mypy --strict mybinlog"
 "$PY" -m mypy --strict mybinlog
 echo "test: pytest -q $*"

@@ -385,9 +385,6 @@ class EventDecoder:
                 "start reading at a transaction boundary (a GTID/BEGIN event), not in the middle of one"
             )
         body: bytes = data
-        if type_code >= EventType.WRITE_ROWS_COMPRESSED_EVENT_V1:
-            body = bytes(data[:pos]) + _mariadb_uncompress(bytes(data[pos:end]))
-            end = len(body)
         ncols, pos = read_packed_int(body, pos)
         nb = (ncols + 7) // 8
         present = int.from_bytes(body[pos : pos + nb], "little")
@@ -396,6 +393,10 @@ class EventDecoder:
         if cls.kind == "update":
             present_after = int.from_bytes(body[pos : pos + nb], "little")
             pos += nb
+        if type_code >= EventType.WRITE_ROWS_COMPRESSED_EVENT_V1:
+            # MariaDB log_bin_compress: column count and bitmaps stay plain, the row images are compressed
+            body = bytes(data[:pos]) + _mariadb_uncompress(bytes(data[pos:end]))
+            end = len(body)
         if pos > end:
             raise TruncatedError("rows event ends inside its column bitmaps")
         if ncols != table.column_count:

@@ -29,8 +29,19 @@ from mybinlog._exceptions import (
     SourceConnectionError,
     SourceError,
 )
-from mybinlog._gtid import MariaDBGtidSet
-from mybinlog._transport import SERVER_ID_RANGE, BinlogConnection
+from mybinlog._gtid import MariaDBGtidSet, MySQLGtidSet
+from mybinlog._transport import (
+    BINLOG_DUMP_NON_BLOCK,
+    BINLOG_THROUGH_GTID,
+    SERVER_ID_RANGE,
+    BinlogConnection,
+    _server_info,
+    encode_binlog_dump,
+    encode_binlog_dump_gtid,
+    missing_privileges,
+    parse_error_packet,
+    translate_server_error,
+)
 from tests.conftest import skip_or_fail
 from tests.servers import MariaDBServer
 
@@ -41,6 +52,7 @@ XID = 16
 WRITE_ROWS_V1 = 23
 HEARTBEAT = 27
 GTID_LIST = 163
+ANNOTATE_ROWS = 160
 MARIADB_GTID = 162
 
 DEADLINE = 20.0  # seconds; generous for a loaded 2-core CI machine, never reached when things work
@@ -340,6 +352,20 @@ async def test_gtid_nonblocking_dump_delivers_exactly_the_later_transactions(
     assert rotate[27:-4].decode() == end_file
 
 
+async def test_annotate_rows_on_request(mariadb: MariaDBServer, db: str, repl: BinlogConnection) -> None:
+    mariadb.execute(f"CREATE TABLE `{db}`.a (id INT PRIMARY KEY)")
+    file, start, _ = await repl.current_position()
+    mariadb.execute(f"INSERT INTO `{db}`.a VALUES (7)")
+    await repl.start_dump(file=file, position=start, blocking=False, annotate_rows=True)
+    annotated = [e for e in await read_all(repl) if e[4] == ANNOTATE_ROWS]
+    assert len(annotated) == 1
+    assert f"INSERT INTO `{db}`.a VALUES (7)".encode() in annotated[0]
+    # without the flag MariaDB leaves them out
+    async with await BinlogConnection.connect(DSN.parse(mariadb.repl_dsn)) as conn:
+        await conn.start_dump(file=file, position=start, blocking=False)
+        assert ANNOTATE_ROWS not in [e[4] for e in await read_all(conn)]
+
+
 async def test_gtid_dump_accepts_a_gtid_set_object(mariadb: MariaDBServer, db: str) -> None:
     mariadb.execute(f"CREATE TABLE `{db}`.o (id INT PRIMARY KEY)")
     before = MariaDBGtidSet.parse(mariadb.gtid_binlog_pos())
@@ -493,6 +519,12 @@ async def test_server_shutdown_hang_and_kill_mid_stream_are_connection_errors(fr
         with pytest.raises(SourceConnectionError, match=r"no data from the server for 1 s") as info:
             await read_forever(conn)
         assert info.value.retriable
+        # a hung server also cannot hang connect(): the kernel accepts, nobody answers
+        hung = DSN.parse(server.repl_dsn + "?connect_timeout=1")
+        with pytest.raises(SourceConnectionError, match="connect_timeout=1 s") as info:
+            async with asyncio.timeout(DEADLINE):
+                await BinlogConnection.connect(hung)
+        assert info.value.retriable
     finally:
         os.kill(pid, signal.SIGCONT)
     await conn.close()
@@ -543,9 +575,14 @@ def make_certificate(directory: Path) -> tuple[Path, Path]:
     return cert, key
 
 
-async def test_tls_connection_and_dump(mariadb_factory: Callable[..., MariaDBServer], tmp_path: Path) -> None:
+@pytest.fixture
+def tls_server(mariadb_factory: Callable[..., MariaDBServer], tmp_path: Path) -> tuple[MariaDBServer, Path]:
     cert, key = make_certificate(tmp_path)
-    server = mariadb_factory(ssl_cert=str(cert), ssl_key=str(key))
+    return mariadb_factory(ssl_cert=str(cert), ssl_key=str(key)), cert
+
+
+async def test_tls_connection_and_dump(tls_server: tuple[MariaDBServer, Path]) -> None:
+    server, cert = tls_server
     server.execute("CREATE DATABASE s")
     server.execute("CREATE TABLE s.t (id INT PRIMARY KEY, v LONGTEXT)")
     server.execute("INSERT INTO s.t VALUES (1, REPEAT('x', 300000))")
@@ -560,3 +597,146 @@ async def test_tls_connection_and_dump(mariadb_factory: Callable[..., MariaDBSer
             assert len(big) == 1
             assert len(big[0]) > 300000
             assert all(crc_ok(e) for e in events)
+
+
+@pytest.mark.parametrize("ssl", ["false", "true"])
+async def test_flow_control_bounds_the_receive_buffer(tls_server: tuple[MariaDBServer, Path], ssl: str) -> None:
+    server, _cert = tls_server
+    server.execute("CREATE DATABASE f")
+    server.execute("CREATE TABLE f.t (id INT PRIMARY KEY AUTO_INCREMENT, v MEDIUMTEXT)")
+    for _ in range(40):
+        server.execute("INSERT INTO f.t (v) VALUES (REPEAT('y', 1000000))")
+    async with await BinlogConnection.connect(DSN.parse(f"{server.repl_dsn}?ssl={ssl}")) as conn:
+        await conn.start_dump(blocking=False)
+        # nobody reads: the transport must stop reading the socket instead of buffering 40 MB
+        async with asyncio.timeout(DEADLINE):
+            while not conn.statistics().reading_paused:
+                await asyncio.sleep(0.01)
+        stats = conn.statistics()
+        assert 8 * 1024 * 1024 < stats.buffered_bytes < 24 * 1024 * 1024
+        events = await read_all(conn)
+        assert not conn.statistics().reading_paused
+    rows = [e for e in events if e[4] == WRITE_ROWS_V1]
+    assert len(rows) == 40
+    assert all(crc_ok(e) for e in rows)
+
+
+# -- wire formats and error mapping (pure functions; no server needed) ------------------------------------------
+
+
+def test_com_binlog_dump_bytes() -> None:
+    # MariaDB GTID mode: empty file name, position 4 -> exactly 11 bytes (one more breaks the end of the stream)
+    payload = encode_binlog_dump(file="", position=4, server_id=0x01020304, flags=BINLOG_DUMP_NON_BLOCK)
+    assert payload == b"\x12\x04\x00\x00\x00\x01\x00\x04\x03\x02\x01"
+    payload = encode_binlog_dump(file="binlog.000034", position=0x0634, server_id=10101, flags=0)
+    assert payload == b"\x12\x34\x06\x00\x00\x00\x00\x75\x27\x00\x00binlog.000034"
+
+
+def test_com_binlog_dump_gtid_bytes() -> None:
+    gtids = MySQLGtidSet.parse("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5")
+    data = gtids.encode()
+    payload = encode_binlog_dump_gtid(file="", position=4, server_id=7, flags=BINLOG_THROUGH_GTID, gtid_data=data)
+    assert payload[0] == 0x1E
+    assert int.from_bytes(payload[1:3], "little") == BINLOG_THROUGH_GTID
+    assert int.from_bytes(payload[3:7], "little") == 7
+    assert int.from_bytes(payload[7:11], "little") == 0  # file name length
+    assert int.from_bytes(payload[11:19], "little") == 4
+    assert int.from_bytes(payload[19:23], "little") == len(data) == 8 + 16 + 8 + 16
+    assert payload[23:] == data
+    # the server reads the data length even without GTIDs
+    empty = encode_binlog_dump_gtid(file="f.000001", position=1 << 33, server_id=1, flags=0, gtid_data=b"")
+    assert empty[7:11] == b"\x08\x00\x00\x00"
+    assert empty[11:19] == b"f.000001"
+    assert int.from_bytes(empty[19:27], "little") == 1 << 33
+    assert empty[27:] == b"\x00\x00\x00\x00"
+
+
+def test_parse_error_packet() -> None:
+    assert parse_error_packet(b"\xff\xd4\x04#HY000Could not find first log") == (
+        1236,
+        "HY000",
+        "Could not find first log",
+    )
+    assert parse_error_packet(b"\xff\x15\x04no state") == (1045, None, "no state")
+
+
+@pytest.mark.parametrize(
+    ("errno", "message", "kind", "fragment"),
+    [
+        (1045, "Access denied for user 'repl'@'10.0.0.1' (using password: YES)", AuthenticationError, "password"),
+        (1227, "Access denied; you need the REPLICATION SLAVE privilege", AuthenticationError, "GRANT"),
+        (1142, "SELECT command denied", AuthenticationError, "GRANT"),
+        (
+            1236,
+            "Could not find GTID state requested by slave in any binlog files. Probably the slave state is too "
+            "old and required binlog files have been purged.",
+            BinlogPurgedError,
+            "take a new snapshot",
+        ),
+        (1236, "Could not find first log file name in binary log index file", BinlogPurgedError, "newer position"),
+        (
+            1236,
+            "Cannot replicate because the master purged required binary logs.",
+            BinlogPurgedError,
+            "purged",
+        ),
+        (1236, "Client requested master to start replication from position > file size", SourceError, "file size"),
+        (4052, "A slave with the same server_uuid/server_id is already connected", SourceError, "unique server_id"),
+        (2013, "Lost connection to MySQL server during query", SourceConnectionError, "Lost connection"),
+        (1927, "Connection was killed", SourceConnectionError, "killed"),
+        (1064, "You have an error in your SQL syntax", SourceError, "syntax"),
+    ],
+)
+def test_translate_server_error(errno: int, message: str, kind: type[SourceError], fragment: str) -> None:
+    dsn = DSN(host="db", port=3306, user="repl", password="Pw-not-Shown9")
+    error = translate_server_error(dsn, errno, message, flavor="mariadb")
+    assert type(error) is kind
+    assert error.errno == errno
+    assert fragment in str(error)
+    assert "repl@db:3306" in str(error)
+    assert "Pw-not-Shown9" not in str(error)
+    assert error.retriable is (kind is SourceConnectionError)
+
+
+@pytest.mark.parametrize(
+    ("flavor", "grants", "missing"),
+    [
+        ("mariadb", ["GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO `repl`@`%` IDENTIFIED BY PASSWORD '*AB'"], []),
+        ("mariadb", ["GRANT ALL PRIVILEGES ON *.* TO `root`@`127.0.0.1` WITH GRANT OPTION"], []),
+        ("mariadb", ["GRANT BINLOG MONITOR ON *.* TO `u`@`%`"], ["REPLICATION SLAVE"]),
+        (
+            "mariadb",
+            ["GRANT USAGE ON *.* TO `u`@`%`", "GRANT ALL PRIVILEGES ON `shop`.* TO `u`@`%`"],
+            ["REPLICATION SLAVE", "BINLOG MONITOR"],
+        ),
+        ("mysql", ["GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `repl`@`%`"], []),
+        ("mysql", ["GRANT SELECT, REPLICATION SLAVE ON *.* TO `repl`@`%`"], ["REPLICATION CLIENT"]),
+        ("mysql", ["GRANT USAGE ON *.* TO `u`@`%`", "GRANT `cdc_role`@`%` TO `u`@`%`"], None),
+    ],
+)
+def test_missing_privileges(flavor: str, grants: list[str], missing: list[str] | None) -> None:
+    assert missing_privileges(grants, flavor) == missing
+
+
+def test_server_info_from_mysql_variables() -> None:
+    info = _server_info(
+        {
+            "version": "8.4.3",
+            "server_id": "7",
+            "server_uuid": "3e11fa47-71ca-11e1-9e33-c80aa9429562",
+            "gtid_mode": "ON",
+            "log_bin": "ON",
+            "binlog_format": "ROW",
+            "binlog_row_image": "FULL",
+            "binlog_row_metadata": "MINIMAL",
+            "binlog_checksum": "CRC32",
+        }
+    )
+    assert info.flavor == "mysql"
+    assert info.version == (8, 4, 3)
+    assert info.server_uuid == "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    assert info.gtid_mode is True
+    assert info.binlog_row_metadata == "MINIMAL"
+    old = _server_info({"version": "5.7.44-log", "gtid_mode": "OFF_PERMISSIVE", "log_bin": "1"})
+    assert (old.version, old.gtid_mode, old.log_bin, old.binlog_row_metadata) == ((5, 7, 44), False, True, None)
+    assert old.binlog_checksum == "NONE"

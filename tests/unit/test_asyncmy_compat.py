@@ -37,6 +37,9 @@ class RecordingTransport(asyncio.Transport):
     def close(self) -> None:
         self.closed = True
 
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self.protocol = protocol
+
     def pause_reading(self) -> None:
         self.paused = True
         self.pause_calls += 1

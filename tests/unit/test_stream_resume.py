@@ -18,8 +18,8 @@ import pytest
 from mybinlog import (
     BinlogPosition,
     BinlogStream,
-    MariaDBGtidSet,
     MariadbGtidEvent,
+    MariaDBGtidSet,
     SourceConnectionError,
     read_binlog_file,
 )
@@ -141,7 +141,8 @@ async def test_resume_in_file_mode_yields_every_event_once(binlog: Path, cuts: l
     assert stream.reconnects == len(cuts)
     # every reconnect resumed at a transaction boundary the stream had reported
     for conn in server.connections[1:]:
-        assert conn.started_at is not None and conn.started_at[0] == "file"
+        assert conn.started_at is not None
+        assert conn.started_at[0] == "file"
 
 
 @pytest.mark.parametrize("cuts", [[8], [10, 10], [27, 2, 50]])
@@ -153,7 +154,8 @@ async def test_resume_in_gtid_mode_yields_every_event_once(binlog: Path, cuts: l
     # BINLOG_CHECKPOINT events (not transaction data) are control events and excluded by _key/_expected.
     # Every transaction event must arrive exactly once.
     assert got == _expected(binlog)
-    assert got and got[0][0] == 162
+    assert got
+    assert got[0][0] == 162
     assert stream.reconnects == len(cuts)
     assert [c.started_at[0] for c in server.connections if c.started_at] == ["gtid"] * (len(cuts) + 1)
     last = server.gtid_starts[-1][0]

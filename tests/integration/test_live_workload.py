@@ -1,0 +1,444 @@
+"""Live conformance: a randomized workload written to MariaDB, decoded back value by value.
+
+Every row change the workload wrote (``tests.workload``: every column type, extremes, NULLs, zero dates,
+multi-row statements, the no-PK and composite-PK tables, ALTER TABLE ADD/DROP COLUMN in the middle) must come
+back from :class:`BinlogStream` in binlog order, with the same kind, table, column names (those at the time of
+the event) and values (compared through ``tests.workload.normalize``, after checking that each decoded value
+has the Python type the documented value conventions promise). The binlog files read from disk with
+``read_binlog_file`` must decode to exactly what the stream delivered, event by event.
+
+Position tests: ``stream.position`` after each completed transaction is the exact boundary the server itself
+reports (``BINLOG_GTID_POS(file, offset)``), and a new stream started from a saved mid-workload position (GTID
+or file/offset) yields exactly the remaining transactions, nothing lost and nothing repeated.
+
+Everything runs on the shared session server; each workload writes its own database and every comparison is
+bounded to the binlog range that workload wrote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import decimal
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from mybinlog._files import read_binlog_file
+from mybinlog._gtid import MariaDBGtidSet
+from mybinlog._position import BinlogPosition
+from mybinlog._protocol._constants import LOG_EVENT_ARTIFICIAL_F
+from mybinlog._protocol._events import (
+    AnnotateRowsEvent,
+    Event,
+    HeartbeatEvent,
+    MariadbGtidEvent,
+    QueryEvent,
+    RotateEvent,
+    RowsEvent,
+    XidEvent,
+)
+from mybinlog._stream import BinlogStream
+from tests.servers import MariaDBServer
+from tests.workload import RowChange, Workload, WorkloadResult, normalize, parse_type
+
+SEEDS = (101, 202, 303)
+N_TRANSACTIONS = 30
+DEADLINE = 30.0  # seconds; generous for a loaded 2-core CI machine, never reached when things work
+
+
+# --- decoding helpers (also used by test_differential.py) ---
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """One decoded row change; ``gtid`` is the MariaDB GTID of its transaction."""
+
+    gtid: str
+    table: str
+    kind: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+
+class ChangeCollector:
+    """Collects the row changes of schema ``db`` from events fed in stream order."""
+
+    def __init__(self, db: str) -> None:
+        self.db = db
+        self.changes: list[Decoded] = []
+        self._gtid = ""
+
+    def feed(self, event: Event) -> int:
+        """Account for one event; returns how many row changes it added."""
+        if isinstance(event, MariadbGtidEvent):
+            self._gtid = str(event.gtid)
+        if not isinstance(event, RowsEvent) or event.schema != self.db:
+            return 0
+        names = event.columns
+        assert None not in names, f"{event.table_name}: the binlog carries column names (binlog_row_metadata=FULL)"
+        gtid, table, add = self._gtid, event.table_name, self.changes.append
+        for row in event.rows:
+            if event.kind == "update":
+                before, after = row
+                add(Decoded(gtid, table, "update", dict(zip(names, before, strict=True)),
+                            dict(zip(names, after, strict=True))))
+            elif event.kind == "insert":
+                add(Decoded(gtid, table, "insert", None, dict(zip(names, row, strict=True))))
+            else:
+                add(Decoded(gtid, table, "delete", dict(zip(names, row, strict=True)), None))
+        return len(event.rows)
+
+
+def decoded_changes(events: Iterable[Event], db: str) -> list[Decoded]:
+    """The row changes of schema ``db`` in ``events`` (in order), as column-name dicts."""
+    collector = ChangeCollector(db)
+    for event in events:
+        collector.feed(event)
+    return collector.changes
+
+
+_INT_BASES = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint", "year", "bit"})
+_TEXT_BASES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum"})
+_BYTES_BASES = frozenset({"varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry", "point"})
+
+
+def convention_problem(value: Any, sql_type: str) -> str | None:
+    """Why ``value`` breaks the documented decoder value convention for ``sql_type`` (None when it follows it).
+
+    ``normalize`` accepts many representations (it also reads pymysql output); this checks the one form the
+    decoder promises (tests/workload.py, docs/source-layer.md).
+    """
+    if value is None:
+        return None
+    info = parse_type(sql_type)
+    base = info.base
+    ok: bool
+    if base in _INT_BASES:
+        ok = type(value) is int
+        if ok and info.unsigned:
+            ok = value >= 0
+    elif base == "decimal":
+        scale = info.args[1] if len(info.args) > 1 else 0
+        ok = isinstance(value, decimal.Decimal) and value.as_tuple().exponent == -scale
+    elif base in ("float", "double"):
+        ok = type(value) is float
+    elif base == "date":
+        ok = (isinstance(value, dt.date) and not isinstance(value, dt.datetime)) or (
+            isinstance(value, str) and value.endswith(("-00", "0000-00-00"))
+        )
+    elif base == "time":
+        ok = isinstance(value, dt.timedelta)
+    elif base == "datetime":
+        ok = (isinstance(value, dt.datetime) and value.tzinfo is None) or (
+            isinstance(value, str) and "-00" in value
+        )
+    elif base == "timestamp":
+        ok = (isinstance(value, dt.datetime) and value.utcoffset() == dt.timedelta(0)) or (
+            isinstance(value, str) and value.startswith("0000-00-00 00:00:00")
+        )
+    elif base in _TEXT_BASES:
+        ok = type(value) is str
+    elif base == "binary":
+        ok = type(value) is bytes and len(value) == info.length
+    elif base in ("uuid", "inet6"):
+        ok = type(value) is bytes and len(value) == 16
+    elif base in _BYTES_BASES:
+        ok = type(value) is bytes
+    elif base == "set":
+        ok = isinstance(value, frozenset) and value <= set(info.args)
+    elif base == "json":
+        ok = type(value) is str  # MariaDB: JSON is a LONGTEXT alias, the binlog cannot tell
+    else:
+        return f"no convention known for {sql_type}"
+    return None if ok else f"{type(value).__name__} {value!r:.120} breaks the convention for {sql_type}"
+
+
+def _image_problems(
+    where: str, image: str, got: dict[str, Any] | None, want: dict[str, Any] | None, types: dict[str, str]
+) -> list[str]:
+    if got is None or want is None:
+        return [] if got is want else [f"{where}: {image} image {'missing' if got is None else 'unexpected'}"]
+    if list(got) != list(want):
+        return [f"{where}: {image} columns {list(got)} != written {list(want)}"]
+    problems = []
+    for name, written in want.items():
+        value = got[name]
+        sql_type = types[name]
+        convention = convention_problem(value, sql_type)
+        if convention:
+            problems.append(f"{where}: {image}.{name}: {convention}")
+        elif normalize(value, sql_type) != normalize(written, sql_type):
+            problems.append(f"{where}: {image}.{name} ({sql_type}): decoded {value!r:.200} != written {written!r:.200}")
+    return problems
+
+
+def assert_changes_match(decoded: list[Decoded], expected: list[RowChange], result: WorkloadResult) -> None:
+    """Same count, order, tables, kinds, columns and (normalized) values; one GTID per workload transaction."""
+    problems: list[str] = []
+    if len(decoded) != len(expected):
+        problems.append(f"decoded {len(decoded)} row changes, the workload wrote {len(expected)}")
+    txn_gtids: dict[int, str] = {}
+    for i, (got, want) in enumerate(zip(decoded, expected, strict=False)):
+        where = f"change #{i} (txn {want.txn}, {want.kind} {want.table})"
+        if (got.table, got.kind) != (want.table, want.kind):
+            problems.append(f"{where}: decoded {got.kind} {got.table}")
+            continue
+        if txn_gtids.setdefault(want.txn, got.gtid) != got.gtid:
+            problems.append(f"{where}: in GTID {got.gtid}, but its transaction began in {txn_gtids[want.txn]}")
+        types = result.column_types[want.table]
+        problems += _image_problems(where, "before", got.before, want.before, types)
+        problems += _image_problems(where, "after", got.after, want.after, types)
+    if len(set(txn_gtids.values())) != len(txn_gtids):
+        problems.append(f"two workload transactions share a GTID: {txn_gtids}")
+    assert not problems, f"{len(problems)} mismatches:\n" + "\n".join(problems[:25])
+
+
+async def stream_events(dsn: str, end: tuple[str, int], **start: Any) -> list[Event]:
+    """Every event of a non-blocking stream up to (file, offset) ``end`` (the stream may go further: other
+    tests write to the shared server)."""
+    events: list[Event] = []
+    async with asyncio.timeout(DEADLINE), BinlogStream(dsn, blocking=False, **start) as stream:
+        async for event in stream:
+            if _past(event, end):
+                break
+            events.append(event)
+    return events
+
+
+def _past(event: Event, end: tuple[str, int]) -> bool:
+    """True for a positioned event that starts at or after ``end``."""
+    if event.file is None or event.offset is None or event.flags & LOG_EVENT_ARTIFICIAL_F:
+        return False
+    return (os.path.basename(event.file), event.offset) >= end
+
+
+# --- the workloads ---
+
+
+@dataclass
+class Written:
+    db: str
+    result: WorkloadResult
+    gtid_before: str  # @@gtid_binlog_pos just before the workload
+    start: tuple[str, int]  # binlog file and offset just before the workload
+    end: tuple[str, int]  # ... and just after it
+
+
+def write_workload(server: MariaDBServer, db: str, seed: int, **run: Any) -> Written:
+    server.drop_database(db)
+    server.create_database(db)
+    gtid_before = server.gtid_binlog_pos()
+    start = server.master_status()
+    conn = server.connect(database=db)
+    try:
+        result = Workload(seed).run(conn, db, **run)
+    finally:
+        conn.close()
+    return Written(db, result, gtid_before, start, server.master_status())
+
+
+@pytest.fixture(scope="module", params=SEEDS, ids=lambda seed: f"seed{seed}")
+def written(request: pytest.FixtureRequest, mariadb: MariaDBServer) -> Iterator[Written]:
+    seed: int = request.param
+    w = write_workload(
+        mariadb,
+        f"live_wl_{seed}",
+        seed,
+        n_transactions=N_TRANSACTIONS,
+        statements_per_txn=4,
+        ddl_every=6,
+        max_rows_per_statement=4,
+    )
+    assert len(w.result.ddl) > 3 + 2, "the workload ran ALTER TABLEs in the middle"
+    assert {c.kind for c in w.result.changes} == {"insert", "update", "delete"}
+    yield w
+    mariadb.drop_database(w.db)
+
+
+async def test_stream_matches_workload(mariadb: MariaDBServer, written: Written) -> None:
+    events = await stream_events(mariadb.repl_dsn, written.end, gtid_set=written.gtid_before)
+    decoded = decoded_changes(events, written.db)
+    assert_changes_match(decoded, written.result.changes, written.result)
+    # every table, kind and DDL phase was exercised
+    assert {(d.table, d.kind) for d in decoded} >= {
+        ("all_types", "insert"), ("all_types", "update"), ("all_types", "delete"),
+        ("composite_pk", "insert"), ("no_pk", "insert"),
+    }
+    assert any("extra_" in name for d in decoded for name in (d.after or d.before or {}))
+
+
+def _comparable(event: Event) -> tuple[Any, ...]:
+    """What must be identical between the network and the file decoding of one event."""
+    key: tuple[Any, ...] = (
+        event.type_code,
+        event.offset,
+        event.log_pos,
+        event.size,
+        event.timestamp,
+        event.server_id,
+        os.path.basename(event.file or ""),
+    )
+    if isinstance(event, RowsEvent):
+        key += (event.schema, event.table_name, event.columns, event.rows_flags, event.rows)
+    elif isinstance(event, MariadbGtidEvent):
+        key += (str(event.gtid), event.gtid_flags, event.commit_id)
+    elif isinstance(event, QueryEvent):
+        key += (event.schema, event.query, event.error_code)
+    elif isinstance(event, XidEvent):
+        key += (event.xid,)
+    return key
+
+
+async def test_files_match_stream(mariadb: MariaDBServer, written: Written) -> None:
+    streamed = await stream_events(mariadb.repl_dsn, written.end, gtid_set=written.gtid_before)
+    # From the workload's first GTID on. Artificial events (fake ROTATE...) and heartbeats exist only online;
+    # ANNOTATE_ROWS (the statement text) only in the file: the server sends it to replicas that ask for it in
+    # the dump flags (BINLOG_SEND_ANNOTATE_ROWS_EVENT), and BinlogStream does not ask.
+    first = next(i for i, e in enumerate(streamed) if isinstance(e, MariadbGtidEvent))
+    online = [
+        e
+        for e in streamed[first:]
+        if not (e.flags & LOG_EVENT_ARTIFICIAL_F or e.log_pos == 0 or isinstance(e, HeartbeatEvent))
+    ]
+    begin = (os.path.basename(online[0].file or ""), online[0].offset or 0)
+    assert begin >= written.start
+    on_disk: list[Event] = []
+    for path in mariadb.binlog_paths():
+        if begin[0] <= path.name <= written.end[0]:
+            on_disk.extend(e for e in read_binlog_file(path) if begin <= (path.name, e.offset or 0) < written.end)
+    # consecutive events tile the file: each starts where the previous one ended
+    for prev, cur in zip(on_disk, on_disk[1:], strict=False):
+        if prev.file == cur.file:
+            assert cur.offset == prev.log_pos == (prev.offset or 0) + prev.size
+    offline = [e for e in on_disk if not isinstance(e, AnnotateRowsEvent)]
+    assert len(online) == len(offline)
+    assert sum(isinstance(e, RowsEvent) for e in online) > N_TRANSACTIONS
+    for net, disk in zip(online, offline, strict=True):
+        assert _comparable(net) == _comparable(disk), f"{net.type_name} at {net.file}:{net.offset}"
+
+
+async def test_blocking_stream_delivers_transactions_committed_after_start(
+    mariadb: MariaDBServer, db: str, db_conn: Any
+) -> None:
+    """Each round of writes starts only after the stream delivered the previous one: the stream must wait at
+    the end of the binlog and wake up for every new transaction."""
+    workload = Workload(7, large_values=False)
+    workload.create_schema(db_conn, db)
+    collector = ChangeCollector(db)
+    changed = asyncio.Condition()
+    result: WorkloadResult | None = None
+
+    async with BinlogStream(mariadb.repl_dsn, blocking=True) as stream:  # default start: the current end
+
+        async def reader() -> None:
+            async for event in stream:
+                if collector.feed(event):
+                    async with changed:
+                        changed.notify_all()
+
+        async def writer() -> None:
+            nonlocal result
+            for _ in range(4):
+                result = await asyncio.to_thread(
+                    workload.run, db_conn, db, 2, 3, ddl_every=0, insert_extremes=False
+                )
+                want = len(result.changes)
+                async with changed:
+                    await changed.wait_for(lambda: len(collector.changes) >= want)  # noqa: B023
+
+        async with asyncio.timeout(DEADLINE), asyncio.TaskGroup() as tg:
+            reading = tg.create_task(reader())
+            await tg.create_task(writer())
+            reading.cancel()
+
+    assert result is not None
+    assert len(result.changes) >= 8
+    assert_changes_match(collector.changes, result.changes, result)
+
+
+# --- positions ---
+
+
+@dataclass
+class Boundaries:
+    written: Written
+    events: list[Event]
+    #: (index in events of the event that completed the transaction, position after it)
+    positions: list[tuple[int, BinlogPosition]]
+
+
+@pytest.fixture(scope="module")
+async def boundaries(mariadb: MariaDBServer) -> Boundaries:
+    w = write_workload(
+        mariadb, "live_positions", 55, n_transactions=12, statements_per_txn=3, ddl_every=4, insert_extremes=False
+    )
+    events: list[Event] = []
+    positions: list[tuple[int, BinlogPosition]] = []
+    async with asyncio.timeout(DEADLINE), BinlogStream(
+        mariadb.repl_dsn, gtid_set=w.gtid_before, blocking=False
+    ) as stream:
+        last = stream.position
+        async for event in stream:
+            if _past(event, w.end):
+                break
+            events.append(event)
+            if stream.position != last:
+                last = stream.position
+                if isinstance(event, RotateEvent):
+                    # the server's fake ROTATE names the file where a GTID-mode dump starts
+                    assert event.flags & LOG_EVENT_ARTIFICIAL_F and not positions
+                else:
+                    positions.append((len(events) - 1, last))
+    return Boundaries(w, events, positions)
+
+
+async def test_positions_are_exact_transaction_boundaries(mariadb: MariaDBServer, boundaries: Boundaries) -> None:
+    w, events = boundaries.written, boundaries.events
+    gtids = [e for e in events if isinstance(e, MariadbGtidEvent)]
+    # one position per transaction: 12 data transactions + the CREATE TABLEs + the ALTERs
+    assert len(boundaries.positions) == len(gtids) == 12 + len(w.result.ddl)
+    for index, position in boundaries.positions:
+        event = events[index]
+        assert isinstance(event, XidEvent | QueryEvent), f"position moved at {event.type_name}"
+        if isinstance(event, QueryEvent):
+            assert event.query.upper().startswith(("CREATE TABLE", "ALTER TABLE")), event.query
+        assert (position.file, position.offset) == (event.file, event.log_pos)
+        assert position.timestamp == event.timestamp
+        server_pos = mariadb.query_value("SELECT BINLOG_GTID_POS(%s, %s)", (position.file, position.offset))
+        assert server_pos is not None, f"the server says {position} is not a transaction boundary"
+        assert position.gtid_set == MariaDBGtidSet.parse(server_pos), position
+    # ... and the next transaction starts exactly there
+    for (index, position), (next_index, _) in zip(boundaries.positions, boundaries.positions[1:], strict=False):
+        following = events[index + 1 : next_index + 1]
+        assert isinstance(following[0], MariadbGtidEvent)
+        assert (following[0].file, following[0].offset) == (position.file, position.offset)
+
+
+@pytest.mark.parametrize("mode", ["gtid", "file"])
+async def test_restart_from_saved_position_yields_the_rest(
+    mariadb: MariaDBServer, boundaries: Boundaries, mode: str
+) -> None:
+    w, events = boundaries.written, boundaries.events
+    data_commits = [(i, p) for i, p in boundaries.positions if isinstance(events[i], XidEvent)]
+    k = len(data_commits) // 2
+    index, saved = data_commits[k - 1]  # after the k-th data transaction (0-based txn k-1)
+    before = decoded_changes(events[: index + 1], w.db)
+    rest = decoded_changes(events[index + 1 :], w.db)
+    assert before and rest
+    assert before + rest == decoded_changes(events, w.db)
+
+    start: dict[str, Any] = (
+        {"gtid_set": saved.gtid_set} if mode == "gtid" else {"binlog_file": saved.file, "position": saved.offset}
+    )
+    resumed = await stream_events(mariadb.repl_dsn, w.end, **start)
+    got = decoded_changes(resumed, w.db)
+    assert got == rest  # exactly the remaining transactions: none lost, none repeated
+    assert_changes_match(got, [c for c in w.result.changes if c.txn >= k], w.result)
+    first_gtid = next(e for e in resumed if isinstance(e, MariadbGtidEvent))
+    assert saved.gtid_set is not None
+    last_done = saved.gtid_set.get(first_gtid.gtid.domain_id)
+    assert last_done is not None and first_gtid.gtid.seq_no == last_done.seq_no + 1
