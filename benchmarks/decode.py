@@ -27,10 +27,10 @@ import pymysql
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mybinlog import BinlogStream, RowsEvent, read_binlog_file  # noqa: E402
-from mybinlog._dsn import DSN  # noqa: E402
-from mybinlog._sandbox import MariaDBServer  # noqa: E402
-from mybinlog._transport import BinlogConnection  # noqa: E402
+from mybinlog import BinlogStream, RowsEvent, read_binlog_file
+from mybinlog._dsn import DSN
+from mybinlog._sandbox import MariaDBServer
+from mybinlog._transport import BinlogConnection
 
 DDL = """CREATE TABLE bench.t (
     id INT UNSIGNED NOT NULL PRIMARY KEY,
