@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import decimal
+import itertools
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -84,8 +85,15 @@ class ChangeCollector:
         for row in event.rows:
             if event.kind == "update":
                 before, after = row
-                add(Decoded(gtid, table, "update", dict(zip(names, before, strict=True)),
-                            dict(zip(names, after, strict=True))))
+                add(
+                    Decoded(
+                        gtid,
+                        table,
+                        "update",
+                        dict(zip(names, before, strict=True)),
+                        dict(zip(names, after, strict=True)),
+                    )
+                )
             elif event.kind == "insert":
                 add(Decoded(gtid, table, "insert", None, dict(zip(names, row, strict=True))))
             else:
@@ -133,9 +141,7 @@ def convention_problem(value: Any, sql_type: str) -> str | None:
     elif base == "time":
         ok = isinstance(value, dt.timedelta)
     elif base == "datetime":
-        ok = (isinstance(value, dt.datetime) and value.tzinfo is None) or (
-            isinstance(value, str) and "-00" in value
-        )
+        ok = (isinstance(value, dt.datetime) and value.tzinfo is None) or (isinstance(value, str) and "-00" in value)
     elif base == "timestamp":
         ok = (isinstance(value, dt.datetime) and value.utcoffset() == dt.timedelta(0)) or (
             isinstance(value, str) and value.startswith("0000-00-00 00:00:00")
@@ -265,8 +271,11 @@ async def test_stream_matches_workload(mariadb: MariaDBServer, written: Written)
     assert_changes_match(decoded, written.result.changes, written.result)
     # every table, kind and DDL phase was exercised
     assert {(d.table, d.kind) for d in decoded} >= {
-        ("all_types", "insert"), ("all_types", "update"), ("all_types", "delete"),
-        ("composite_pk", "insert"), ("no_pk", "insert"),
+        ("all_types", "insert"),
+        ("all_types", "update"),
+        ("all_types", "delete"),
+        ("composite_pk", "insert"),
+        ("no_pk", "insert"),
     }
     assert any("extra_" in name for d in decoded for name in (d.after or d.before or {}))
 
@@ -311,7 +320,7 @@ async def test_files_match_stream(mariadb: MariaDBServer, written: Written) -> N
         if begin[0] <= path.name <= written.end[0]:
             on_disk.extend(e for e in read_binlog_file(path) if begin <= (path.name, e.offset or 0) < written.end)
     # consecutive events tile the file: each starts where the previous one ended
-    for prev, cur in zip(on_disk, on_disk[1:], strict=False):
+    for prev, cur in itertools.pairwise(on_disk):
         if prev.file == cur.file:
             assert cur.offset == prev.log_pos == (prev.offset or 0) + prev.size
     offline = [e for e in on_disk if not isinstance(e, AnnotateRowsEvent)]
@@ -343,9 +352,7 @@ async def test_blocking_stream_delivers_transactions_committed_after_start(
         async def writer() -> None:
             nonlocal result
             for _ in range(4):
-                result = await asyncio.to_thread(
-                    workload.run, db_conn, db, 2, 3, ddl_every=0, insert_extremes=False
-                )
+                result = await asyncio.to_thread(workload.run, db_conn, db, 2, 3, ddl_every=0, insert_extremes=False)
                 want = len(result.changes)
                 async with changed:
                     await changed.wait_for(lambda: len(collector.changes) >= want)  # noqa: B023
@@ -378,9 +385,10 @@ async def boundaries(mariadb: MariaDBServer) -> Boundaries:
     )
     events: list[Event] = []
     positions: list[tuple[int, BinlogPosition]] = []
-    async with asyncio.timeout(DEADLINE), BinlogStream(
-        mariadb.repl_dsn, gtid_set=w.gtid_before, blocking=False
-    ) as stream:
+    async with (
+        asyncio.timeout(DEADLINE),
+        BinlogStream(mariadb.repl_dsn, gtid_set=w.gtid_before, blocking=False) as stream,
+    ):
         last = stream.position
         async for event in stream:
             if _past(event, w.end):
@@ -390,7 +398,8 @@ async def boundaries(mariadb: MariaDBServer) -> Boundaries:
                 last = stream.position
                 if isinstance(event, RotateEvent):
                     # the server's fake ROTATE names the file where a GTID-mode dump starts
-                    assert event.flags & LOG_EVENT_ARTIFICIAL_F and not positions
+                    assert event.flags & LOG_EVENT_ARTIFICIAL_F
+                    assert not positions
                 else:
                     positions.append((len(events) - 1, last))
     return Boundaries(w, events, positions)
@@ -428,7 +437,8 @@ async def test_restart_from_saved_position_yields_the_rest(
     index, saved = data_commits[k - 1]  # after the k-th data transaction (0-based txn k-1)
     before = decoded_changes(events[: index + 1], w.db)
     rest = decoded_changes(events[index + 1 :], w.db)
-    assert before and rest
+    assert before
+    assert rest
     assert before + rest == decoded_changes(events, w.db)
 
     start: dict[str, Any] = (
@@ -441,4 +451,5 @@ async def test_restart_from_saved_position_yields_the_rest(
     first_gtid = next(e for e in resumed if isinstance(e, MariadbGtidEvent))
     assert saved.gtid_set is not None
     last_done = saved.gtid_set.get(first_gtid.gtid.domain_id)
-    assert last_done is not None and first_gtid.gtid.seq_no == last_done.seq_no + 1
+    assert last_done is not None
+    assert first_gtid.gtid.seq_no == last_done.seq_no + 1
