@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 import struct
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -47,7 +46,6 @@ __all__ = [
     "send_command",
 ]
 
-logger = logging.getLogger("mybinlog.transport")
 
 try:
     ASYNCMY_VERSION: str = version("asyncmy")

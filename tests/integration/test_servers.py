@@ -176,6 +176,7 @@ _CHILD = textwrap.dedent(
     print(server.pid, flush=True)
     if {crash!r}:
         time.sleep(600)  # killed by the test
+    sys.stdin.readline()  # exit (without stopping the server) when the test says so
     """
 )
 
@@ -184,14 +185,20 @@ _CHILD = textwrap.dedent(
 def test_no_orphan_server_survives_the_test_process(tmp_path: Path, crash: bool, mariadb: MariaDBServer) -> None:
     code = _CHILD.format(root=str(REPO_ROOT), base=str(tmp_path / "child"), crash=crash)
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, env=env, text=True) as child:
+    with subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
+    ) as child:
         assert child.stdout is not None
+        assert child.stdin is not None
         line = child.stdout.readline()
         assert line.strip().isdigit(), f"child did not start a server (rc={child.poll()})"
         server_pid = int(line)
-        assert not _process_gone(server_pid)
+        assert not _process_gone(server_pid)  # the child waits for our word before exiting
         if crash:
             child.kill()
+        else:
+            child.stdin.write("exit\n")
+            child.stdin.flush()
         child.wait(timeout=60)
     assert _wait_gone(server_pid), f"mariadbd {server_pid} outlived its test process"
 
