@@ -200,7 +200,10 @@ def _text_value(v: Any) -> str:
 
 def event_to_text(event: Event) -> str:
     when = datetime.datetime.fromtimestamp(event.timestamp, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
-    where = f"#{event.offset}" if event.offset is not None else "  (in payload)"
+    if event.offset is not None:
+        where = f"#{event.offset}"
+    else:
+        where = "  (in payload)" if event.in_payload else "#-"
     head = f"{where} {when} server {event.server_id} end_log_pos {event.log_pos} {event.type_name}"
     detail = event.describe()
     lines = [f"{head} {detail}".rstrip()]

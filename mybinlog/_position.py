@@ -76,6 +76,8 @@ class PositionTracker:
         self.in_transaction = False
         self._pending: object | None = None
         self._began = False
+        # A GTID start names no offset: the first transaction's GTID event fixes the boundary's offset.
+        self._boundary_pending = position.gtid_set is not None
 
     def _advance(self, event: Event) -> None:
         log_pos = event.log_pos
@@ -113,6 +115,9 @@ class PositionTracker:
     def _transaction_logic(self, event: Event) -> bool:
         """Update transaction state; True when ``event`` completes a transaction."""
         if isinstance(event, (GtidEvent, MariadbGtidEvent)):
+            if self._boundary_pending and not self.in_transaction and event.log_pos >= event.size:
+                self.position = replace(self.position, file=self.file, offset=event.log_pos - event.size)
+            self._boundary_pending = False
             self._pending = event.gtid
             self.in_transaction = True
             self._began = bool(isinstance(event, MariadbGtidEvent) and not event.standalone)
@@ -144,4 +149,5 @@ class PositionTracker:
         self._pending = None
         self.in_transaction = False
         self._began = False
+        self._boundary_pending = False
         self.position = BinlogPosition(self.file, self.offset, self.gtid_set, event.timestamp)

@@ -242,7 +242,9 @@ class BinlogStream:
                 event.offset = event.log_pos - event.size
             event.file = self._tracker.file or None
             completed = self._tracker.update(event)
-            if isinstance(event, RotateEvent):
+            if isinstance(event, RotateEvent) and event.flags & LOG_EVENT_ARTIFICIAL_F:
+                # the server's fake ROTATE at the start of a dump names the file the stream is in;
+                # a real ROTATE belongs to the file it ends
                 event.file = self._tracker.file
             out = [event]
             if isinstance(event, TransactionPayloadEvent):

@@ -73,16 +73,19 @@ def _write_all(events: Iterable[Event], fmt: str, out: TextIO, limit: int | None
     render = _render(fmt)
     n = 0
     buf: list[str] = []
-    for event in events:
-        buf.append(render(event))
-        n += 1
-        if len(buf) >= 512:
+    try:
+        for event in events:
+            buf.append(render(event))
+            n += 1
+            if len(buf) >= 512:
+                out.write("\n".join(buf) + "\n")
+                buf.clear()
+            if limit is not None and n >= limit:
+                break
+    finally:
+        # the events before a decode error are printed before the error is reported
+        if buf:
             out.write("\n".join(buf) + "\n")
-            buf.clear()
-        if limit is not None and n >= limit:
-            break
-    if buf:
-        out.write("\n".join(buf) + "\n")
     return n
 
 

@@ -34,12 +34,14 @@ from mybinlog._position import BinlogPosition
 from mybinlog._protocol._constants import LOG_EVENT_ARTIFICIAL_F
 from mybinlog._protocol._events import (
     AnnotateRowsEvent,
+    BinlogCheckpointEvent,
     Event,
     HeartbeatEvent,
     MariadbGtidEvent,
     QueryEvent,
     RotateEvent,
     RowsEvent,
+    TableMapEvent,
     XidEvent,
 )
 from mybinlog._stream import BinlogStream
@@ -216,8 +218,12 @@ async def stream_events(dsn: str, end: tuple[str, int], **start: Any) -> list[Ev
 
 
 def _past(event: Event, end: tuple[str, int]) -> bool:
-    """True for a positioned event that starts at or after ``end``."""
+    """True for a positioned event that starts at or after ``end``. ROTATE events are never past it: they end
+    a file before ``end``'s file, and online their ``file`` is the next one (see
+    test_stream_rotate_event_is_in_the_file_it_ends)."""
     if event.file is None or event.offset is None or event.flags & LOG_EVENT_ARTIFICIAL_F:
+        return False
+    if isinstance(event, RotateEvent):
         return False
     return (os.path.basename(event.file), event.offset) >= end
 
@@ -234,17 +240,28 @@ class Written:
     end: tuple[str, int]  # ... and just after it
 
 
-def write_workload(server: MariaDBServer, db: str, seed: int, **run: Any) -> Written:
+def write_workload(
+    server: MariaDBServer, db: str, seed: int, *, n_transactions: int, rotate_midway: bool = False, **run: Any
+) -> Written:
+    """Run ``Workload(seed)`` in a new database ``db``; ``rotate_midway``: FLUSH BINARY LOGS halfway through."""
     server.drop_database(db)
     server.create_database(db)
     gtid_before = server.gtid_binlog_pos()
     start = server.master_status()
     conn = server.connect(database=db)
     try:
-        result = Workload(seed).run(conn, db, **run)
+        workload = Workload(seed)
+        if rotate_midway:
+            workload.run(conn, db, n_transactions // 2, **run)
+            server.flush_binary_logs()
+            n_transactions -= n_transactions // 2
+        result = workload.run(conn, db, n_transactions, **run)
     finally:
         conn.close()
-    return Written(db, result, gtid_before, start, server.master_status())
+    end = server.master_status()
+    if rotate_midway:
+        assert end[0] > start[0]
+    return Written(db, result, gtid_before, start, end)
 
 
 @pytest.fixture(scope="module", params=SEEDS, ids=lambda seed: f"seed{seed}")
@@ -255,6 +272,7 @@ def written(request: pytest.FixtureRequest, mariadb: MariaDBServer) -> Iterator[
         f"live_wl_{seed}",
         seed,
         n_transactions=N_TRANSACTIONS,
+        rotate_midway=seed == SEEDS[-1],
         statements_per_txn=4,
         ddl_every=6,
         max_rows_per_statement=4,
@@ -289,9 +307,13 @@ def _comparable(event: Event) -> tuple[Any, ...]:
         event.size,
         event.timestamp,
         event.server_id,
-        os.path.basename(event.file or ""),
+        event.flags & ~1,  # LOG_EVENT_BINLOG_IN_USE_F: set in the active file's FORMAT_DESCRIPTION only
+        # a ROTATE's file is wrong online (test_stream_rotate_event_is_in_the_file_it_ends)
+        None if isinstance(event, RotateEvent) else os.path.basename(event.file or ""),
     )
-    if isinstance(event, RowsEvent):
+    if isinstance(event, RotateEvent):
+        key += (event.next_file, event.position)
+    elif isinstance(event, RowsEvent):
         key += (event.schema, event.table_name, event.columns, event.rows_flags, event.rows)
     elif isinstance(event, MariadbGtidEvent):
         key += (str(event.gtid), event.gtid_flags, event.commit_id)
@@ -299,6 +321,8 @@ def _comparable(event: Event) -> tuple[Any, ...]:
         key += (event.schema, event.query, event.error_code)
     elif isinstance(event, XidEvent):
         key += (event.xid,)
+    elif isinstance(event, TableMapEvent):
+        key += (event.table_id, event.schema, event.table_name, event.table.column_names)
     return key
 
 
@@ -318,7 +342,11 @@ async def test_files_match_stream(mariadb: MariaDBServer, written: Written) -> N
     on_disk: list[Event] = []
     for path in mariadb.binlog_paths():
         if begin[0] <= path.name <= written.end[0]:
-            on_disk.extend(e for e in read_binlog_file(path) if begin <= (path.name, e.offset or 0) < written.end)
+            # stop at the end of the workload: later writes may still be arriving in the active file
+            in_range = itertools.takewhile(
+                lambda e: (e.file and os.path.basename(e.file), e.offset) < written.end, read_binlog_file(path)
+            )
+            on_disk.extend(e for e in in_range if begin <= (path.name, e.offset or 0))
     # consecutive events tile the file: each starts where the previous one ended
     for prev, cur in itertools.pairwise(on_disk):
         if prev.file == cur.file:
@@ -376,15 +404,28 @@ class Boundaries:
     events: list[Event]
     #: (index in events of the event that completed the transaction, position after it)
     positions: list[tuple[int, BinlogPosition]]
+    #: (index in events of a ROTATE event, position after it)
+    rotations: list[tuple[int, BinlogPosition]]
+    #: stream.position when the first GTID event arrived (before any transaction completed)
+    initial: BinlogPosition
 
 
 @pytest.fixture(scope="module")
 async def boundaries(mariadb: MariaDBServer) -> Boundaries:
     w = write_workload(
-        mariadb, "live_positions", 55, n_transactions=12, statements_per_txn=3, ddl_every=4, insert_extremes=False
+        mariadb,
+        "live_positions",
+        55,
+        n_transactions=12,
+        rotate_midway=True,
+        statements_per_txn=3,
+        ddl_every=4,
+        insert_extremes=False,
     )
     events: list[Event] = []
     positions: list[tuple[int, BinlogPosition]] = []
+    rotations: list[tuple[int, BinlogPosition]] = []
+    initial: BinlogPosition | None = None
     async with (
         asyncio.timeout(DEADLINE),
         BinlogStream(mariadb.repl_dsn, gtid_set=w.gtid_before, blocking=False) as stream,
@@ -394,15 +435,15 @@ async def boundaries(mariadb: MariaDBServer) -> Boundaries:
             if _past(event, w.end):
                 break
             events.append(event)
+            if initial is None and isinstance(event, MariadbGtidEvent):
+                initial = stream.position
             if stream.position != last:
                 last = stream.position
-                if isinstance(event, RotateEvent):
-                    # the server's fake ROTATE names the file where a GTID-mode dump starts
-                    assert event.flags & LOG_EVENT_ARTIFICIAL_F
-                    assert not positions
-                else:
-                    positions.append((len(events) - 1, last))
-    return Boundaries(w, events, positions)
+                if isinstance(event, MariadbGtidEvent):
+                    continue  # a GTID start learns its boundary's offset from the first GTID event
+                (rotations if isinstance(event, RotateEvent) else positions).append((len(events) - 1, last))
+    assert initial is not None
+    return Boundaries(w, events, positions, rotations, initial)
 
 
 async def test_positions_are_exact_transaction_boundaries(mariadb: MariaDBServer, boundaries: Boundaries) -> None:
@@ -420,20 +461,64 @@ async def test_positions_are_exact_transaction_boundaries(mariadb: MariaDBServer
         server_pos = mariadb.query_value("SELECT BINLOG_GTID_POS(%s, %s)", (position.file, position.offset))
         assert server_pos is not None, f"the server says {position} is not a transaction boundary"
         assert position.gtid_set == MariaDBGtidSet.parse(server_pos), position
-    # ... and the next transaction starts exactly there
-    for (index, position), (next_index, _) in zip(boundaries.positions, boundaries.positions[1:], strict=False):
-        following = events[index + 1 : next_index + 1]
-        assert isinstance(following[0], MariadbGtidEvent)
-        assert (following[0].file, following[0].offset) == (position.file, position.offset)
+    # ... and the next transaction (or the ROTATE that ends the file) starts exactly there
+    for index, position in boundaries.positions[:-1]:
+        following = events[index + 1]
+        assert following.offset == position.offset
+        if isinstance(following, RotateEvent):
+            assert not following.flags & LOG_EVENT_ARTIFICIAL_F
+        else:  # MariaDB writes BINLOG_CHECKPOINT events between transactions, too
+            assert isinstance(following, MariadbGtidEvent | BinlogCheckpointEvent)
+            assert following.file == position.file
+
+
+async def test_positions_follow_rotation(mariadb: MariaDBServer, boundaries: Boundaries) -> None:
+    events = boundaries.events
+    real = [(i, p) for i, p in boundaries.rotations if not events[i].flags & LOG_EVENT_ARTIFICIAL_F]
+    assert len(real) == 1, "the workload rotated once (FLUSH BINARY LOGS)"
+    for index, position in boundaries.rotations:
+        rotate = events[index]
+        assert isinstance(rotate, RotateEvent)
+        assert (position.file, position.offset) == (rotate.next_file, rotate.position)
+    index, position = real[0]
+    previous = [p for i, p in boundaries.positions if i < index][-1]
+    assert position.gtid_set == previous.gtid_set  # a rotation completes no transaction
+    server_pos = mariadb.query_value("SELECT BINLOG_GTID_POS(%s, %s)", (position.file, position.offset))
+    assert position.gtid_set == MariaDBGtidSet.parse(server_pos)
+    assert any(p.file == position.file for _, p in boundaries.positions if _ > index)
+
+
+async def test_position_before_the_first_transaction_is_a_boundary(
+    mariadb: MariaDBServer, boundaries: Boundaries
+) -> None:
+    initial = boundaries.initial
+    first_gtid = next(e for e in boundaries.events if isinstance(e, MariadbGtidEvent))
+    assert str(initial.gtid_set) == boundaries.written.gtid_before
+    server_pos = mariadb.query_value("SELECT BINLOG_GTID_POS(%s, %s)", (initial.file, initial.offset))
+    assert server_pos is not None
+    assert MariaDBGtidSet.parse(server_pos) == initial.gtid_set
+    assert (initial.file, initial.offset) == (first_gtid.file, first_gtid.offset)
+
+
+async def test_stream_rotate_event_is_in_the_file_it_ends(boundaries: Boundaries) -> None:
+    events = boundaries.events
+    index, _ = next((i, p) for i, p in boundaries.rotations if not events[i].flags & LOG_EVENT_ARTIFICIAL_F)
+    rotate = events[index]
+    assert isinstance(rotate, RotateEvent)
+    previous = events[index - 1]
+    assert previous.file != rotate.next_file
+    assert rotate.file == previous.file
+    assert rotate.offset == previous.log_pos
 
 
 @pytest.mark.parametrize("mode", ["gtid", "file"])
+@pytest.mark.parametrize("k", [3, 6, 9])  # 6: the last transaction before the rotation
 async def test_restart_from_saved_position_yields_the_rest(
-    mariadb: MariaDBServer, boundaries: Boundaries, mode: str
+    mariadb: MariaDBServer, boundaries: Boundaries, mode: str, k: int
 ) -> None:
     w, events = boundaries.written, boundaries.events
     data_commits = [(i, p) for i, p in boundaries.positions if isinstance(events[i], XidEvent)]
-    k = len(data_commits) // 2
+    assert len(data_commits) == 12
     index, saved = data_commits[k - 1]  # after the k-th data transaction (0-based txn k-1)
     before = decoded_changes(events[: index + 1], w.db)
     rest = decoded_changes(events[index + 1 :], w.db)
