@@ -62,3 +62,26 @@ async def test_checksum_none(mariadb_factory: Any) -> None:
     from_files = [(e.kind, _plain(e.rows)) for e in events if isinstance(e, RowsEvent) and e.schema == "c"]
     assert from_files == EXPECTED_ROWS
     assert await _stream_rows(server) == EXPECTED_ROWS
+
+
+def test_files_follow_rotate_into_the_next_file(mariadb_factory: Any) -> None:
+    from mybinlog import RotateEvent, iter_binlog_events
+
+    server = mariadb_factory()
+    server.execute("CREATE DATABASE f")
+    server.execute("CREATE TABLE f.t (id INT PRIMARY KEY)")
+    server.execute("INSERT INTO f.t VALUES (1)")
+    server.flush_binary_logs()
+    server.execute("INSERT INTO f.t VALUES (2)")
+    server.flush_binary_logs()
+    server.execute("INSERT INTO f.t VALUES (3)")
+    first, *rest = server.binlog_paths()
+    assert len(rest) == 2
+    events = list(iter_binlog_events([first], follow_rotate=True))
+    ids = [row[0] for e in events if isinstance(e, RowsEvent) for row in e.rows]
+    assert ids == [1, 2, 3]
+    assert [e.file for e in events if isinstance(e, RotateEvent)] == [str(first), str(rest[0])]
+    assert {e.file for e in events} == {str(p) for p in (first, *rest)}
+    # without following, only the first file
+    alone = [row[0] for e in iter_binlog_events([first]) if isinstance(e, RowsEvent) for row in e.rows]
+    assert alone == [1]
