@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections import deque
 from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Literal
 
 from ._dsn import DSN
-from ._exceptions import ConfigurationError, SourceConnectionError
+from ._exceptions import ConfigurationError, MybinlogError, SourceConnectionError
 from ._gtid import GtidSet, MariaDBGtidSet, MySQLGtidSet, parse_gtid_set
 from ._position import BinlogPosition, PositionTracker
 from ._protocol._constants import LOG_EVENT_ARTIFICIAL_F
@@ -30,6 +31,8 @@ from ._transport import BinlogConnection, ServerInfo
 __all__ = ["BinlogStream"]
 
 logger = logging.getLogger("mybinlog.stream")
+
+_HEARTBEATS = frozenset({27, 41})
 
 # Position bookkeeping, not transaction data: a reconnect re-sends some of these (and, in GTID mode, not the
 # BINLOG_CHECKPOINTs between transactions); they are never counted as already-yielded transaction events.
@@ -108,7 +111,12 @@ class BinlogStream:
         self._yielded_in_txn = 0  # transaction events yielded since the last completed transaction
         self._skip = 0  # after a reconnect: transaction events to drop (already yielded)
         self._replaying = False
-        self._queue: list[Event] = []
+        # decoded events not handed out yet, each with the position that holds once it is handed out
+        # (None: unchanged); the tracker runs ahead by up to one received batch
+        self._pending: deque[tuple[Event, BinlogPosition | None]] = deque()
+        self._position: BinlogPosition | None = None
+        self._error: MybinlogError | None = None
+        self._last_position: BinlogPosition | None = None
         self._closed = False
         self._ended = False
         self.reconnects = 0
@@ -120,9 +128,9 @@ class BinlogStream:
     @property
     def position(self) -> BinlogPosition:
         """The boundary after the last completed transaction (safe to persist and resume from)."""
-        if self._tracker is None:
+        if self._position is None:
             raise ConfigurationError("the stream is not started: use `async with BinlogStream(...)` first")
-        return self._tracker.position
+        return self._position
 
     @property
     def server(self) -> ServerInfo:
@@ -165,6 +173,7 @@ class BinlogStream:
                 start = BinlogPosition(file, pos, current)
                 self._mode = "file"
             self._tracker = PositionTracker(start)
+            self._position = start
             await self._start_dump(conn, start)
         except BaseException:
             await conn.close()
@@ -215,9 +224,11 @@ class BinlogStream:
 
     async def next_event(self) -> Event | None:
         """The next event, or None at the end of a non-blocking stream."""
-        if self._queue:
-            return self._queue.pop(0)
-        while True:
+        pending = self._pending
+        while not pending:
+            if self._error is not None:
+                # sticky: the events after a bad one were not decoded, so the stream cannot go on past it
+                raise self._error
             if self._closed and self._conn is None:
                 raise ConfigurationError("the stream is closed")
             if self._ended:
@@ -226,35 +237,71 @@ class BinlogStream:
             if conn is None or self._decoder is None or self._tracker is None:
                 raise ConfigurationError("the stream is not started: use `async with BinlogStream(...)` first")
             try:
-                raw = await conn.read_event()
+                batch = await conn.read_events()
             except SourceConnectionError as exc:
                 await self._reconnect(exc)
                 continue
-            if raw is None:
+            if batch is None:
                 self._ended = True
                 return None
-            event = self._decoder.decode(raw, None)
+            try:
+                self._process(batch)
+            except MybinlogError as exc:
+                # deliver the events before the bad one first, then the error
+                self._error = exc
+        event, position = pending.popleft()
+        if position is not None:
+            self._position = position
+        return event
+
+    def _process(self, batch: list[bytes]) -> None:
+        decode = self._decoder.decode  # type: ignore[union-attr]
+        tracker = self._tracker
+        assert tracker is not None
+        pending = self._pending
+        for raw in batch:
+            event = decode(raw, None)
+            log_pos = event.log_pos
             if (
-                event.log_pos >= event.size
+                log_pos >= event.size
                 and not event.flags & LOG_EVENT_ARTIFICIAL_F
-                and not isinstance(event, HeartbeatEvent)
+                and event.type_code not in _HEARTBEATS
             ):
-                event.offset = event.log_pos - event.size
-            event.file = self._tracker.file or None
-            completed = self._tracker.update(event)
+                event.offset = log_pos - event.size
+            event.file = tracker.file or None
+            completed = tracker.update(event)
             if isinstance(event, RotateEvent) and event.flags & LOG_EVENT_ARTIFICIAL_F:
                 # the server's fake ROTATE at the start of a dump names the file the stream is in;
                 # a real ROTATE belongs to the file it ends
-                event.file = self._tracker.file
-            out = [event]
-            if isinstance(event, TransactionPayloadEvent):
-                for inner in event.events:
-                    inner.file = event.file
-                out.extend(event.events)
-            result = self._filter_replayed(out, completed)
-            if result:
-                self._queue.extend(result[1:])
-                return result[0]
+                event.file = tracker.file
+            position: BinlogPosition | None = tracker.position
+            if position is self._last_position:
+                position = None
+            else:
+                self._last_position = position
+            if self._replaying or self._skip or isinstance(event, TransactionPayloadEvent):
+                out = [event]
+                if isinstance(event, TransactionPayloadEvent):
+                    for inner in event.events:
+                        inner.file = event.file
+                    out.extend(event.events)
+                kept = self._filter_replayed(out, completed)
+                if kept:
+                    pending.extend((e, None) for e in kept[:-1])
+                    pending.append((kept[-1], position))
+                elif position is not None:
+                    # nothing to hand out: the position holds once what is queued has been handed out
+                    if pending:
+                        pending[-1] = (pending[-1][0], position)
+                    else:
+                        self._position = position
+                continue
+            # fast path: nothing to skip
+            if completed:
+                self._yielded_in_txn = 0
+            elif not isinstance(event, _CONTROL):
+                self._yielded_in_txn += 1
+            pending.append((event, position))
 
     def _filter_replayed(self, events: list[Event], completed: bool) -> list[Event]:
         """Drop what a reconnect re-sends and the caller has already seen."""

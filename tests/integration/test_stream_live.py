@@ -16,6 +16,7 @@ from mybinlog import (
     RowsEvent,
     XidEvent,
 )
+from tests.proxy import TcpProxy
 from tests.servers import MariaDBServer
 
 DEADLINE = 60.0
@@ -65,27 +66,49 @@ async def _collect_until(stream: BinlogStream, target: str, seen: list[tuple[int
     await asyncio.wait_for(run(), DEADLINE)
 
 
-async def test_killed_dump_connection_resumes_without_loss_or_repeat(fresh_mariadb: MariaDBServer) -> None:
+async def test_cut_connection_resumes_without_loss_or_repeat(fresh_mariadb: MariaDBServer) -> None:
+    """A proxy cuts the TCP connection in the middle of each phase; every row arrives exactly once."""
     server = fresh_mariadb
     _prepare(server, "k")
     start = server.gtid_binlog_pos()
     seen: list[tuple[int, int]] = []
-    kills = 0
+    cuts = 0
 
-    async def kill_midway(n: int) -> None:
-        nonlocal kills
-        # cut the connection in the middle of a phase (whatever is buffered client-side still arrives once)
-        if n == phase_start + 10:
-            kills += await asyncio.to_thread(_kill_dump_threads, server)
+    async with TcpProxy(server.host, server.port) as proxy:
+        dsn = server.repl_dsn.replace(f":{server.port}", f":{proxy.port}")
 
-    async with BinlogStream(server.repl_dsn, gtid_set=start, reconnect_backoff=(0.01, 0.2)) as stream:
-        for phase in range(4):
-            phase_start = len(seen)
-            await asyncio.to_thread(_write, server, "k", phase * 15, 15)
-            await _collect_until(stream, server.gtid_binlog_pos(), seen, kill_midway)
-        assert stream.reconnects >= 3  # the kill in phase N is noticed in phase N+1 at the latest
-    assert kills == 4
+        async def cut_midway(n: int) -> None:
+            nonlocal cuts
+            if n == phase_start + 10:
+                cuts += proxy.cut()
+
+        async with BinlogStream(dsn, gtid_set=start, reconnect_backoff=(0.01, 0.2)) as stream:
+            for phase in range(4):
+                phase_start = len(seen)
+                await asyncio.to_thread(_write, server, "k", phase * 15, 15)
+                await _collect_until(stream, server.gtid_binlog_pos(), seen, cut_midway)
+            # a cut is noticed when the stream next reads past what it had received: phases 1-3 at the latest
+            assert stream.reconnects >= 3
+        assert proxy.connections == stream.reconnects + 1
+    assert cuts == 4
     assert seen == [(t, r) for t in range(60) for r in range(3)]  # every row exactly once, in order
+
+
+async def test_killed_dump_thread_resumes_without_loss_or_repeat(fresh_mariadb: MariaDBServer) -> None:
+    """KILL of the server's dump thread (the server acts on it lazily, when the thread next wakes up)."""
+    server = fresh_mariadb
+    _prepare(server, "q")
+    start = server.gtid_binlog_pos()
+    seen: list[tuple[int, int]] = []
+    async with BinlogStream(server.repl_dsn, gtid_set=start, reconnect_backoff=(0.01, 0.2)) as stream:
+        await asyncio.to_thread(_write, server, "q", 0, 10)
+        await _collect_until(stream, server.gtid_binlog_pos(), seen)
+        assert await asyncio.to_thread(_kill_dump_threads, server) == 1
+        for phase in range(1, 4):
+            await asyncio.to_thread(_write, server, "q", phase * 10, 10)
+            await _collect_until(stream, server.gtid_binlog_pos(), seen)
+        assert stream.reconnects >= 1
+    assert seen == [(t, r) for t in range(40) for r in range(3)]
 
 
 async def test_server_restart_mid_stream(fresh_mariadb: MariaDBServer) -> None:

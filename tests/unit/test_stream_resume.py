@@ -103,6 +103,10 @@ class FakeConnection:
         self.sent += 1
         return self.queue.pop(0)
 
+    async def read_events(self) -> list[bytes] | None:
+        event = await self.read_event()
+        return None if event is None else [event]
+
     async def close(self) -> None:
         pass
 

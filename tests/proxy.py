@@ -1,0 +1,69 @@
+"""A TCP proxy on 127.0.0.1 that tests can cut, to break client connections at a moment of their choosing."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+__all__ = ["TcpProxy"]
+
+
+class TcpProxy:
+    """Forwards 127.0.0.1:<port> to ``target``; :meth:`cut` closes every connection open through it."""
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self.target = (target_host, target_port)
+        self.port = 0
+        self.connections = 0
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def __aenter__(self) -> TcpProxy:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.close()
+        self.cut()
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, OSError):
+                await task
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    def cut(self) -> int:
+        """Close every open connection (both sides); returns how many were cut."""
+        writers = list(self._writers)
+        for w in writers:
+            w.transport.abort()
+        self._writers.clear()
+        return len(writers) // 2
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        up_reader, up_writer = await asyncio.open_connection(*self.target)
+        self._writers.update((writer, up_writer))
+
+        async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                dst.transport.abort()
+
+        tasks = [asyncio.ensure_future(pump(reader, up_writer)), asyncio.ensure_future(pump(up_reader, writer))]
+        self._tasks.update(tasks)
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            self._tasks.difference_update(tasks)
+            self._writers.discard(writer)
+            self._writers.discard(up_writer)
