@@ -73,6 +73,18 @@ from ._protocol._events import (
 )
 from ._protocol._jsonb import JsonDiff, JsonOpaque, apply_json_diffs
 from ._protocol._table import ColumnInfo, TableMap
+from ._sharing import (
+    Binlog,
+    BinlogClient,
+    BinlogClientFactory,
+    BinlogClosedError,
+    BinlogDetachedError,
+    BinlogEventsDispatcher,
+    BinlogStatus,
+    BinlogStoppedError,
+    get_binlog_client,
+    get_binlog_client_factory,
+)
 from ._stream import BinlogStream
 from ._transport import ServerInfo
 
@@ -87,6 +99,14 @@ __all__ = [
     "read_binlog_file",
     "iter_binlog_events",
     "EventDecoder",
+    # sharing
+    "get_binlog_client",
+    "get_binlog_client_factory",
+    "BinlogClientFactory",
+    "BinlogClient",
+    "BinlogEventsDispatcher",
+    "Binlog",
+    "BinlogStatus",
     # events
     "Event",
     "EventType",
@@ -147,4 +167,7 @@ __all__ = [
     "AuthenticationError",
     "PreconditionError",
     "BinlogPurgedError",
+    "BinlogDetachedError",
+    "BinlogStoppedError",
+    "BinlogClosedError",
 ]

@@ -14,6 +14,7 @@ binlog, malformed bytes, a wrong password).
     │   ├── ChecksumError           CRC32 of an event does not match
     │   ├── NotABinlogError         a file without the binlog magic bytes
     │   └── UnknownEventError       an event type this decoder does not know and may not skip
+    ├── BinlogDetachedError / BinlogStoppedError / BinlogClosedError   shared consumers (mybinlog._sharing)
     └── SourceError                 the MySQL/MariaDB server (carries the server's error code when it gave one)
         ├── SourceConnectionError   cannot reach the server, or the connection dropped (retriable)
         ├── AuthenticationError     wrong user or password, or missing privileges
