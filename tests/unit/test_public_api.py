@@ -1,0 +1,57 @@
+"""The public surface: __all__ is complete and exact; the decoder is sans-IO; optional extras stay optional."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import mybinlog
+
+
+def test_all_lists_exactly_the_public_names() -> None:
+    public = {n for n in dir(mybinlog) if not n.startswith("_")} - {"annotations"}
+    assert set(mybinlog.__all__) == public
+    assert len(mybinlog.__all__) == len(set(mybinlog.__all__))
+    for name in mybinlog.__all__:
+        assert getattr(mybinlog, name) is not None
+
+
+def _modules_after_import(module: str) -> set[str]:
+    code = f"import sys, {module}; print('\\n'.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    return set(out.split())
+
+
+IO_MODULES = {"asyncio", "socket", "ssl", "selectors", "asyncmy", "pymysql", "aiohttp", "aiochclient", "anyio"}
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            names.add("." * node.level + (node.module or ""))
+    return names
+
+
+def test_decoder_is_sans_io() -> None:
+    """Every module of the decoder (and the GTID sets it uses) imports nothing that performs IO."""
+    root = Path(mybinlog.__file__).parent
+    files = [*sorted((root / "_protocol").glob("*.py")), root / "_gtid.py", root / "_exceptions.py"]
+    allowed_relative = {".", "._constants", "._events", "._reader", "._table", "._values", "._jsonb", "._decoder",
+                        ".._exceptions", ".._gtid", "._exceptions"}
+    for path in files:
+        for name in _imports(path):
+            if name.startswith("."):
+                assert name in allowed_relative, f"{path.name} imports {name}, outside the sans-IO core"
+            else:
+                assert name.split(".")[0] not in IO_MODULES, f"{path.name} imports {name}"
+
+
+def test_core_import_does_not_need_extras() -> None:
+    loaded = _modules_after_import("mybinlog")
+    for extra in ("pyspark", "chdb", "aiochclient", "pymysql", "pymysqlreplication"):
+        assert extra not in loaded, f"`import mybinlog` pulls in {extra}"
