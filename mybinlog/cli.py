@@ -62,7 +62,22 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--transactions", type=int, default=20, help="how many transactions to write (default 20)")
     demo.add_argument("--format", choices=("text", "jsonl"), default="text")
+
+    # subcommands living in their own modules: each defines register(sub) and sets func=run(args) -> int
+    import importlib
+
+    for module in _PLUGIN_MODULES:
+        try:
+            mod = importlib.import_module(module, __package__)
+        except ModuleNotFoundError as exc:  # only "this subcommand is not part of this build"; other errors raise
+            if exc.name != f"{__package__}{module}":
+                raise
+            continue
+        mod.register(sub)
     return parser
+
+
+_PLUGIN_MODULES = ("._cli_status", "._cli_replicate", "._cli_snapshot")
 
 
 def _render(fmt: str) -> Callable[[Event], str]:
@@ -152,6 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 _write_all(events, args.format, out, args.limit)
             else:
                 _run_async(lambda: _dump_server(args, out))
+        elif getattr(args, "func", None) is not None:
+            rc = int(args.func(args))
+            out.flush()
+            return rc
         elif args.command == "demo":
             from ._demo import run_demo
 

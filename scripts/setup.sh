@@ -4,8 +4,10 @@
 #   bash scripts/setup.sh          # MariaDB binaries + .venv with mybinlog[cli]
 #   bash scripts/setup.sh --test   # ... with mybinlog[test] (pytest, mysql-replication, ruff, mypy, ...)
 #
-# Installs the Debian packages mariadb-server and mariadb-client when their programs are missing (and
-# python3-venv when `python -m venv` cannot work), without starting any service: tests start private servers.
+# Installs the Debian packages mariadb-server, mariadb-client, clickhouse-server (tests only: a real 18.16
+# server for the HTTP path), libmariadb-java (Spark's JDBC driver) and a Java runtime for Spark when they are
+# missing (and python3-venv when `python -m venv` cannot work), without starting any service: tests and the
+# demo start private servers.
 # Runs as root without a terminal (CI=true) or as a user with sudo.
 # MYBINLOG_PYTHON chooses the interpreter for the virtualenv (default: python3.11 if found, else python3).
 set -euo pipefail
@@ -73,6 +75,9 @@ apt_install() {
 PKGS=()
 if ! have mariadbd || ! have mariadb-install-db; then PKGS+=(mariadb-server); fi
 if ! have mariadb; then PKGS+=(mariadb-client); fi
+if [ "$EXTRA" = "test" ] && ! have clickhouse; then PKGS+=(clickhouse-server clickhouse-client); fi
+if [ ! -f /usr/share/java/mariadb-java-client.jar ]; then PKGS+=(libmariadb-java); fi
+if ! have java; then PKGS+=(openjdk-17-jre-headless); fi
 
 # --- Python ---------------------------------------------------------------------------------------------------
 if [ -n "${MYBINLOG_PYTHON:-}" ]; then
@@ -100,7 +105,7 @@ fi
 if [ "${#PKGS[@]}" -gt 0 ]; then
     apt_install "${PKGS[@]}"
 else
-    say "MariaDB $(mariadbd --version 2>/dev/null | awk '{print $3}' || true) already installed"
+    say "MariaDB $(mariadbd --version 2>/dev/null | awk '{print $3}' || true), Java and the JDBC driver already installed"
 fi
 
 # --- virtualenv -----------------------------------------------------------------------------------------------
@@ -116,8 +121,8 @@ fi
 STAMP="$VENV/.mybinlog-setup"
 WANT="$EXTRA $(sha256sum pyproject.toml | cut -d' ' -f1)"
 check_import() {
-    local mods="mybinlog"
-    if [ "$EXTRA" = "test" ]; then mods="mybinlog, pytest, pytest_asyncio, pymysqlreplication, ruff, mypy"; fi
+    local mods="mybinlog, chdb, aiochclient, pyspark"
+    if [ "$EXTRA" = "test" ]; then mods="mybinlog, pytest, pytest_asyncio, pymysqlreplication, ruff, mypy, chdb, aiochclient, pyspark"; fi
     "$VENV/bin/python" -c "import $mods" >/dev/null 2>&1
 }
 HAVE="$(cat "$STAMP" 2>/dev/null || true)"
