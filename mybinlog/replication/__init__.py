@@ -1,5 +1,36 @@
-"""Replication into ClickHouse: see docs/replication.md."""
+"""Replication of MySQL/MariaDB databases into ClickHouse (a server over HTTP, or embedded chdb).
+
+::
+
+    import mybinlog.replication as rep
+
+    target = await rep.open_target("chdb:///var/lib/mybinlog")          # or "http://user:pw@clickhouse:8123"
+    replicator = rep.Replicator("mysql://repl:pw@db:3306", target, database="shop")
+    await replicator.run()                                              # stop() for a clean stop
+
+See docs/replication.md (guide, engines, why the result is exactly-once) and docs/types.md (type mapping).
+Importing this module does not import chdb or aiochclient; opening a target does.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from ._checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from ._replicator import ReplicaStatus, ReplicationError, ReplicationSettings, Replicator
+from ._target import Capabilities, Target, TargetError, open_target
+from ._version import snapshot_version, transaction_version
+
+__all__ = [
+    "Capabilities",
+    "Checkpoint",
+    "ReplicaStatus",
+    "ReplicationError",
+    "ReplicationSettings",
+    "Replicator",
+    "Target",
+    "TargetError",
+    "load_checkpoint",
+    "open_target",
+    "save_checkpoint",
+    "snapshot_version",
+    "transaction_version",
+]

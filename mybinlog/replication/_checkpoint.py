@@ -1,0 +1,122 @@
+"""Replication checkpoints, stored in ClickHouse beside the data they cover.
+
+A checkpoint says: every transaction up to ``position`` is in the replica, and the replicated tables had these
+schemas at that point. It is written only after the data it covers has been inserted (and after every DDL), as one
+single-row insert (atomic in ClickHouse) into ``<meta_database>.checkpoints``, a ReplacingMergeTree keyed by replica
+with an increasing ``seq``. ``pending`` records a batch that is about to be inserted (its end position): after a
+crash, the replicator replays exactly that batch first, so collapsing tables can deduplicate or roll it back.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .._gtid import parse_gtid_set
+from .._position import BinlogPosition
+from ._target import quote_ident, quote_string
+
+if TYPE_CHECKING:
+    from ._target import Target
+
+__all__ = ["DEFAULT_META_DATABASE", "Checkpoint", "load_checkpoint", "save_checkpoint"]
+
+DEFAULT_META_DATABASE = "mybinlog_meta"
+_TABLE = "checkpoints"
+
+
+@dataclass
+class Checkpoint:
+    """Where a replica stands; see the module docstring."""
+
+    replica: str
+    position: BinlogPosition
+    tables: dict[str, str] = field(default_factory=dict)  # MySQL table name -> CREATE TABLE text at `position`
+    source: str = ""  # the source DSN without password
+    pending: BinlogPosition | None = None  # end of a batch being inserted (None: nothing in flight)
+    stopped: dict[str, str] = field(default_factory=dict)  # table -> why its replication stopped
+    seq: int = 0
+
+
+def _position_json(pos: BinlogPosition | None) -> dict[str, Any] | None:
+    if pos is None:
+        return None
+    return {
+        "file": pos.file,
+        "offset": pos.offset,
+        "gtid_set": None if pos.gtid_set is None else str(pos.gtid_set),
+        "flavor": None if pos.gtid_set is None else pos.gtid_set.flavor,
+        "timestamp": pos.timestamp,
+    }
+
+
+def _position_from(obj: dict[str, Any] | None) -> BinlogPosition | None:
+    if obj is None:
+        return None
+    gtids = obj.get("gtid_set")
+    gtid_set = parse_gtid_set(gtids, obj.get("flavor")) if gtids is not None else None
+    return BinlogPosition(obj["file"], int(obj["offset"]), gtid_set, int(obj.get("timestamp", 0)))
+
+
+async def _ensure_table(target: Target, meta_database: str) -> str:
+    db = quote_ident(meta_database)
+    table = f"{db}.{quote_ident(_TABLE)}"
+    await target.execute(f"CREATE DATABASE IF NOT EXISTS {db}")
+    await target.execute(
+        f"CREATE TABLE IF NOT EXISTS {table} (replica String, seq UInt64, state String) "
+        "ENGINE = ReplacingMergeTree(seq) ORDER BY replica"
+    )
+    return table
+
+
+async def load_checkpoint(
+    target: Target, replica: str, *, meta_database: str = DEFAULT_META_DATABASE
+) -> Checkpoint | None:
+    """The newest checkpoint of ``replica``, or None when it never saved one."""
+    table = await _ensure_table(target, meta_database)
+    rows = await target.query(
+        f"SELECT seq, state FROM {table} WHERE replica = {quote_string(replica)} ORDER BY seq DESC LIMIT 1"
+    )
+    if not rows:
+        return None
+    seq, state = rows[0]
+    obj = json.loads(state or "{}")
+    position = _position_from(obj["position"])
+    assert position is not None
+    return Checkpoint(
+        replica=replica,
+        position=position,
+        tables=dict(obj.get("tables", {})),
+        source=obj.get("source", ""),
+        pending=_position_from(obj.get("pending")),
+        stopped=dict(obj.get("stopped", {})),
+        seq=int(seq or 0),
+    )
+
+
+async def save_checkpoint(
+    target: Target, checkpoint: Checkpoint, *, meta_database: str = DEFAULT_META_DATABASE
+) -> None:
+    """Persist ``checkpoint`` (one atomic single-row insert); its ``seq`` is incremented."""
+    table = await _ensure_table(target, meta_database)
+    checkpoint.seq += 1
+    state = json.dumps(
+        {
+            "position": _position_json(checkpoint.position),
+            "tables": checkpoint.tables,
+            "source": checkpoint.source,
+            "pending": _position_json(checkpoint.pending),
+            "stopped": checkpoint.stopped,
+        },
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    line = "\t".join((_tsv(checkpoint.replica), str(checkpoint.seq), _tsv(state))) + "\n"
+    await target.insert_tsv(table, ("replica", "seq", "state"), line.encode("utf-8"))
+
+
+def _tsv(text: str) -> str:
+    return (
+        text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r").replace("\0", "\\0")
+    )
