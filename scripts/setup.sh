@@ -75,7 +75,7 @@ apt_install() {
 PKGS=()
 if ! have mariadbd || ! have mariadb-install-db; then PKGS+=(mariadb-server); fi
 if ! have mariadb; then PKGS+=(mariadb-client); fi
-if [ "$EXTRA" = "test" ] && ! have clickhouse; then PKGS+=(clickhouse-server clickhouse-client); fi
+if [ "$EXTRA" = "test" ] && ! have clickhouse-server && ! have clickhouse; then PKGS+=(clickhouse-server clickhouse-client); fi
 if [ ! -f /usr/share/java/mariadb-java-client.jar ]; then PKGS+=(libmariadb-java); fi
 if ! have java; then PKGS+=(openjdk-17-jre-headless); fi
 

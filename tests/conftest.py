@@ -10,6 +10,16 @@ Fixtures
                                ``log_bin=None``...)
 ``fresh_mariadb`` (function)   ``mariadb_factory()`` with the default options, for tests that restart/kill
 ``corpus_dir`` (session)       Path of the binlog corpus
+``clickhouse_server`` (session) a private clickhouse-server 18.16 (:class:`mybinlog._chserver.ClickHouseServer`):
+                               ``.http_url`` (no credentials), ``.url()`` (user ``default`` with a password),
+                               ``.execute(sql)`` (synchronous, for setup)
+``ch_http`` (function)         an open HTTP :class:`~mybinlog.replication._target.Target` on ``clickhouse_server``
+                               whose ``.database`` is a fresh database, dropped after the test
+``chdb_target`` (function)     an open embedded (chdb) Target whose ``.database`` is a fresh database in the
+                               session's chdb directory (``chdb_target.path``). chdb allows one directory per
+                               process at a time: do not open chdb on another directory in tests while this is in
+                               use (open ``chdb_target.path`` again to share it); always close your targets.
+``chdb_dir`` (session)         the Path of that chdb directory
 
 Missing MariaDB binaries or corpus: the test fails when the environment has CI=true, and is skipped otherwise.
 Tests that use a server fixture get the ``integration`` marker automatically; those using ``corpus_dir`` get
@@ -21,16 +31,20 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
 
+from mybinlog._chserver import ClickHouseServer, find_clickhouse
 from tests import corpus
 from tests.servers import MariaDBServer, find_mariadb
 
-_SERVER_FIXTURES = frozenset({"mariadb", "fresh_mariadb", "mariadb_factory", "db", "db_conn"})
+_SERVER_FIXTURES = frozenset(
+    {"mariadb", "fresh_mariadb", "mariadb_factory", "db", "db_conn"}
+    | {"clickhouse_server", "ch_http", "chdb_target", "chdb_dir"}
+)
 _db_counter = itertools.count(1)
 
 
@@ -152,3 +166,72 @@ def corpus_dir() -> Path:
     if path is None:
         skip_or_fail(corpus.missing_reason())
     return path
+
+
+# --- ClickHouse ---
+
+
+def _test_database_name(request: pytest.FixtureRequest) -> str:
+    stem = re.sub(r"[^0-9a-zA-Z_]", "_", request.node.name)[:40]
+    return f"t{next(_db_counter)}_{stem}"
+
+
+@pytest.fixture(scope="session")
+def clickhouse_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClickHouseServer]:
+    """One private clickhouse-server (Debian's 18.16) for the whole session."""
+    if find_clickhouse() is None:
+        skip_or_fail("clickhouse-server not found: run `bash scripts/setup.sh --test` to install clickhouse-server")
+    server = ClickHouseServer(tmp_path_factory.mktemp("clickhouse"))
+    server.start()
+    try:
+        yield server
+    finally:
+        try:
+            server.stop()
+        finally:
+            server.cleanup()
+
+
+@pytest.fixture
+async def ch_http(clickhouse_server: ClickHouseServer, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    """An HTTP target on ``clickhouse_server`` using a fresh database (``ch_http.database``), dropped after."""
+    from mybinlog.replication._target import open_target, quote_ident
+
+    name = _test_database_name(request)
+    clickhouse_server.execute(f"CREATE DATABASE {quote_ident(name)}")
+    target = await open_target(clickhouse_server.url(), database=name)
+    try:
+        yield target
+    finally:
+        await target.aclose()
+        if clickhouse_server.running:
+            clickhouse_server.execute(f"DROP DATABASE IF EXISTS {quote_ident(name)}")
+
+
+@pytest.fixture(scope="session")
+def chdb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's embedded ClickHouse directory (chdb allows one directory per process at a time)."""
+    try:
+        import chdb  # noqa: F401
+    except ImportError:
+        skip_or_fail("chdb is not installed: run `bash scripts/setup.sh --test`")
+    return tmp_path_factory.mktemp("chdb")
+
+
+@pytest.fixture
+async def chdb_target(chdb_dir: Path, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    """An embedded (chdb) target on the session directory with a fresh database (``chdb_target.database``)."""
+    from mybinlog.replication._target import open_target, quote_ident
+
+    name = _test_database_name(request)
+    admin = await open_target(str(chdb_dir))
+    try:
+        await admin.execute(f"CREATE DATABASE {quote_ident(name)}")
+        target = await open_target(str(chdb_dir), database=name)
+        try:
+            yield target
+        finally:
+            await target.aclose()
+            await admin.execute(f"DROP DATABASE IF EXISTS {quote_ident(name)}")
+    finally:
+        await admin.aclose()
