@@ -61,12 +61,10 @@ def register(sub: Any) -> None:
         description="Compare each table of a MySQL database with its ClickHouse replica: row counts and an "
         "order-independent checksum over all columns; print the differences. Exit 0 equal, 1 different, 2 error.",
     )
-    try:
-        from .replication import _verify
-    except ModuleNotFoundError:  # pragma: no cover - verify ships with replication
-        return
-    _verify.add_verify_arguments(ver)
-    ver.set_defaults(func=lambda args: _run(_verify.run_verify(args)))
+    from .replication._verify import add_verify_arguments, run_verify
+
+    add_verify_arguments(ver)
+    ver.set_defaults(func=lambda args: _run(run_verify(args)))
 
 
 def _run(coro: Any) -> int:

@@ -278,31 +278,36 @@ def _template_datadir(binaries: MariaDBBinaries, install_options: Mapping[str, s
             return cached
         if _TEMPLATE_ROOT is None:
             _TEMPLATE_ROOT = Path(tempfile.mkdtemp(prefix="mybinlog-mariadb-template-"))
-        root = Path(tempfile.mkdtemp(prefix="t", dir=_TEMPLATE_ROOT))
-        datadir = root / "data"
-        user_args = [f"--user={_user_name()}"]
-        install_log = root / "install.log"
-        with install_log.open("wb") as out:
-            result = subprocess.run(
-                [
-                    binaries.install_db,
-                    "--no-defaults",
-                    f"--datadir={datadir}",
-                    *user_args,
-                    "--auth-root-authentication-method=normal",
-                    "--skip-test-db",
-                    *_format_options(install_options),
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                check=False,
-                timeout=120,
-            )
-        if result.returncode != 0:
-            raise MariaDBStartError(
-                f"mariadb-install-db failed with code {result.returncode}:\n{_tail(install_log)}"
-            )
+        # mariadb-install-db fails now and then on a heavily loaded machine ("Installation of system tables
+        # failed" with nothing more in its log); a fresh attempt in a new directory succeeds
+        for attempt in range(3):
+            root = Path(tempfile.mkdtemp(prefix="t", dir=_TEMPLATE_ROOT))
+            datadir = root / "data"
+            user_args = [f"--user={_user_name()}"]
+            install_log = root / "install.log"
+            with install_log.open("wb") as out:
+                result = subprocess.run(
+                    [
+                        binaries.install_db,
+                        "--no-defaults",
+                        f"--datadir={datadir}",
+                        *user_args,
+                        "--auth-root-authentication-method=normal",
+                        "--skip-test-db",
+                        *_format_options(install_options),
+                    ],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    check=False,
+                    timeout=120,
+                )
+            if result.returncode == 0:
+                break
+            if attempt == 2:
+                raise MariaDBStartError(
+                    f"mariadb-install-db failed with code {result.returncode} (3 attempts):\n{_tail(install_log)}"
+                )
         # start once without binlog and networking to create the accounts, then shut down cleanly
         sock_dir = _short_socket_dir()
         sock = str(sock_dir / "bootstrap.sock")

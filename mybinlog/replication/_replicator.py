@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,23 +94,24 @@ class _Table:
         self.name = definition.name
         self.columns = [c.name for c in definition.columns]
         self.lower = [c.lower() for c in self.columns]
-        # MySQL's binlog carries JSON as parsed binary JSON, MariaDB's (a LONGTEXT alias) and SELECT as text
-        parsed = self.repl.flavor == "mysql"
-        self.encoders = [_types.make_encoder(c, caps, parsed_json=parsed) for c in definition.columns]
-        self.select_encoders = [_types.make_encoder(c, caps, parsed_json=False) for c in definition.columns]
-        self.defaults = [_types.zero_field(c, caps) for c in definition.columns]
+        # MySQL's binlog carries JSON as parsed binary JSON, MariaDB's (a LONGTEXT alias) and SELECT as text;
+        # columns missing from a row image (an older schema, replayed) get MySQL's implicit default
         kind, key_columns = _chschema.sorting_key(definition)
         # the key of the ClickHouse sorting order: one row per key survives FINAL; "row" = the whole row is the key
         self.key = [] if kind == "row" else [self.lower.index(k.lower()) for k in key_columns]
-        self.layouts: dict[tuple[str | None, ...], tuple[list[int], list[int]]] = {}
+        self.layouts: dict[tuple[str | None, ...], tuple[list[int], list[int], Callable[[Sequence[Any]], str]]] = {}
+        self.select_encoder = _types.make_row_encoder(definition.columns, caps, parsed_json=False)
         self.insert_columns = [*self.columns, *_chschema.meta_columns(self.repl.settings.engine)]
 
     @property
     def ch_table(self) -> str:
         return f"{quote_ident(self.repl.target_database)}.{quote_ident(self.name)}"
 
-    def layout(self, names: tuple[str | None, ...]) -> tuple[list[int], list[int]]:
-        """For an event's column names: (index in the row image of each table column or -1, key indexes)."""
+    def layout(
+        self, names: tuple[str | None, ...]
+    ) -> tuple[list[int], list[int], Callable[[Sequence[Any]], str]]:
+        """For an event's column names: (index in the row image of each table column or -1, key indexes, the
+        generated row encoder for that layout)."""
         got = self.layouts.get(names)
         if got is None:
             if names and all(n is not None for n in names):
@@ -124,18 +126,14 @@ class _Table:
                     f"{[self.columns[k] for k in self.key]}; the binlog does not match the tracked schema "
                     f"{_ddl.render_create_table(self.definition)!r}"
                 )
-            got = self.layouts[names] = (idx, key)
+            encoder = _types.make_row_encoder(
+                self.definition.columns,
+                self.repl.target.capabilities,
+                parsed_json=self.repl.flavor == "mysql",
+                positions=idx,
+            )
+            got = self.layouts[names] = (idx, key, encoder)
         return got
-
-    def encode(self, row: Sequence[Any], idx: list[int]) -> str:
-        defaults = self.defaults
-        return "\t".join(
-            [enc(row[j]) if j >= 0 else defaults[i] for i, (enc, j) in enumerate(zip(self.encoders, idx, strict=True))]
-        )
-
-    def encode_selected(self, row: Sequence[Any]) -> str:
-        return "\t".join([enc(v) for enc, v in zip(self.select_encoders, row, strict=True)])
-
 
 @dataclass
 class _Change:
@@ -164,6 +162,7 @@ class ReplicaStatus:
     batches: int = 0
     transactions: int = 0
     ddl_applied: int = 0
+    detaches: int = 0
     stopped_tables: dict[str, str] = field(default_factory=dict)
     state: str = "starting"
 
@@ -222,7 +221,13 @@ class Replicator:
 
     @property
     def checkpoint(self) -> Checkpoint | None:
+        """The last checkpoint loaded or saved."""
         return self._checkpoint
+
+    @property
+    def binlog(self) -> Binlog | None:
+        """The replica's consumer of the shared binlog (None before streaming starts and after the end)."""
+        return self._binlog
 
     async def run(self, *, until_caught_up: bool = False) -> None:
         try:
@@ -236,6 +241,12 @@ class Replicator:
     # -- startup -------------------------------------------------------------------------------------------
     async def _run(self, until_caught_up: bool) -> None:
         s = self.settings
+        caps = self.target.capabilities
+        if s.engine == "replacing_is_deleted" and not caps.replacing_is_deleted:
+            raise ConfigurationError(
+                f"engine 'replacing_is_deleted' needs ReplacingMergeTree(ver, is_deleted) (ClickHouse 23.2+); "
+                f"{self.target.description} is {'.'.join(map(str, caps.version))}: use engine='replacing'"
+            )
         await self.target.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(self.target_database)}")
         async with await SourceConnection.connect(self.dsn) as src:  # checks the source's binlog settings early
             self.flavor = src.flavor
@@ -288,7 +299,8 @@ class Replicator:
                 await self._create_ch_table(table.definition)
                 suffix = _meta_suffix(s.engine, 1, version)
                 async for rows in src.stream_rows(self.database, name, table.columns):
-                    data = "".join([table.encode_selected(r) + suffix for r in rows]).encode(
+                    encode = table.select_encoder
+                    data = "".join([encode(r) + suffix for r in rows]).encode(
                         "utf-8", "surrogateescape"
                     )
                     await self.target.insert_tsv(table.ch_table, table.insert_columns, data)
@@ -374,6 +386,7 @@ class Replicator:
                 event = await binlog.read_event(timeout_ms=max(1, int(timeout * 1000)))
             except BinlogDetachedError as exc:
                 logger.warning("%s: %s; reopening", self.replica, exc)
+                self.status.detaches += 1
                 self._txn.clear()
                 binlog = self._binlog = await binlog.reopen()
                 committed = binlog.position
@@ -416,13 +429,13 @@ class Replicator:
             await self._query(event)
 
     def _rows(self, table: _Table, event: RowsEvent) -> None:
-        idx, key_idx = table.layout(event.columns)
+        _idx, key_idx, encode = table.layout(event.columns)
         txn = self._txn
         keyless = not key_idx
         if isinstance(event, UpdateRowsEvent):
             for before, after in event.rows:
-                b = table.encode(before, idx)
-                a = table.encode(after, idx)
+                b = encode(before)
+                a = encode(after)
                 kb = b if keyless else tuple([before[k] for k in key_idx])
                 ka = a if keyless else tuple([after[k] for k in key_idx])
                 if kb == ka:
@@ -432,11 +445,11 @@ class Replicator:
                     txn.append((table, ka, None, a, False))
         elif isinstance(event, WriteRowsEvent):
             for row in event.rows:
-                a = table.encode(row, idx)
+                a = encode(row)
                 txn.append((table, a if keyless else tuple([row[k] for k in key_idx]), None, a, False))
         elif isinstance(event, DeleteRowsEvent):
             for row in event.rows:
-                b = table.encode(row, idx)
+                b = encode(row)
                 txn.append((table, b if keyless else tuple([row[k] for k in key_idx]), b, None, True))
 
     async def _commit_transaction(self, end: BinlogPosition) -> None:
@@ -522,8 +535,9 @@ class Replicator:
         if not relevant:
             return
         await self._commit_pending_rows()
+        when = dt.datetime.fromtimestamp(event.timestamp, dt.UTC).replace(tzinfo=None) if event.timestamp else None
         for op in relevant:
-            await self._apply_ddl(op, event.query)
+            await self._apply_ddl(op, event.query, when)
         self.status.ddl_applied += 1
         self._ddl_dirty = True
 
@@ -535,7 +549,7 @@ class Replicator:
     def _ddl_relevant(self, op: Any) -> bool:
         return any(schema == self.database for schema, _name in _ddl_tables(op))
 
-    async def _apply_ddl(self, op: Any, statement: str) -> None:
+    async def _apply_ddl(self, op: Any, statement: str, statement_time: dt.datetime | None = None) -> None:
         cp = self._checkpoint
         assert cp is not None
         db = self.database
@@ -560,7 +574,7 @@ class Replicator:
         elif isinstance(op, _ddl.AlterTable):
             if op.schema != db or op.name not in self._tables:
                 return
-            await self._alter(self._tables[op.name], op, statement)
+            await self._alter(self._tables[op.name], op, statement, statement_time)
         elif isinstance(op, _ddl.RenameTable):
             for (s1, n1), (s2, n2) in op.pairs:
                 if s1 == db and n1 in self._tables:
@@ -612,7 +626,7 @@ class Replicator:
                 if schema == db and name in self._tables:
                     await self._stop_table(name, statement, op.reason)
 
-    async def _alter(self, table: _Table, op: Any, statement: str) -> None:
+    async def _alter(self, table: _Table, op: Any, statement: str, statement_time: dt.datetime | None) -> None:
         cp = self._checkpoint
         assert cp is not None
         definition = table.definition
@@ -650,6 +664,7 @@ class Replicator:
                 database=self.target_database,
                 engine=self.settings.engine,
                 caps=self.target.capabilities,
+                statement_time=statement_time,
             )
             if isinstance(statements, str):  # a reason why ClickHouse cannot follow
                 await self._stop_table(table.name, statement, statements)
@@ -667,8 +682,8 @@ class Replicator:
     async def _ch_matches(self, table: _Table, new: _ddl.TableDef) -> bool:
         """Whether the ClickHouse table already has the columns of ``new`` (a DDL replayed after a crash)."""
         rows = await self.target.query(f"DESCRIBE TABLE {table.ch_table}")
-        have = [r[0] for r in rows if r[0] not in _chschema.META_COLUMNS]
-        return have == [c.name for c in new.columns]
+        have = {r[0] for r in rows if r[0] not in _chschema.META_COLUMNS}
+        return have == {c.name for c in new.columns}
 
     async def _rename_ch(self, old: str, new: str) -> None:
         db = quote_ident(self.target_database)
