@@ -56,12 +56,18 @@ def _build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser(
         "demo",
-        help="start a throwaway local MariaDB, write to it, and stream the changes (zero setup)",
-        description="Start a private MariaDB server in a temporary directory, run a small workload against it and "
-        "print the decoded change stream. Needs mariadbd installed (scripts/setup.sh does it).",
+        help="replicate a throwaway local MariaDB, with a writer running, into embedded ClickHouse (zero setup)",
+        description="Start a private MariaDB server in a temporary directory, load a table, keep a writer running, "
+        "take the initial copy with the Spark snapshot, stream the binlog into embedded ClickHouse (chdb), show "
+        "the status rows and verify the copy. --stream prints the decoded change stream instead. Needs mariadbd "
+        "and Java (scripts/setup.sh installs them).",
     )
-    demo.add_argument("--transactions", type=int, default=20, help="how many transactions to write (default 20)")
-    demo.add_argument("--format", choices=("text", "jsonl"), default="text")
+    demo.add_argument("--rows", type=int, default=50_000, help="orders loaded before the snapshot (default 50000)")
+    demo.add_argument("--seconds", type=float, default=10.0, help="how long the writer runs (default 10)")
+    demo.add_argument("--target-dir", help="keep the embedded ClickHouse data here (default: a temporary dir)")
+    demo.add_argument("--stream", action="store_true", help="print the decoded change stream instead")
+    demo.add_argument("--transactions", type=int, default=20, help="with --stream: transactions to write")
+    demo.add_argument("--format", choices=("text", "jsonl"), default="text", help="with --stream: output format")
 
     # subcommands living in their own modules: each defines register(sub) and sets func=run(args) -> int
     import importlib
@@ -172,9 +178,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             out.flush()
             return rc
         elif args.command == "demo":
-            from ._demo import run_demo
+            if args.stream:
+                from ._demo import run_stream_demo
 
-            _run_async(lambda: run_demo(args.transactions, args.format, out))
+                _run_async(lambda: run_stream_demo(args.transactions, args.format, out))
+            else:
+                from ._demo import run_demo
+
+                rc = asyncio.run(run_demo(args.rows, args.seconds, args.target_dir, out))
+                out.flush()
+                return rc
         out.flush()
     except MybinlogError as exc:
         print(f"mybinlog: error: {exc}", file=sys.stderr)
