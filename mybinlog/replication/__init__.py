@@ -17,20 +17,26 @@ from __future__ import annotations
 from ._checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from ._replicator import ReplicaStatus, ReplicationError, ReplicationSettings, Replicator
 from ._target import Capabilities, Target, TargetError, open_target
+from ._verify import ColumnDifference, RowDifference, TableResult, VerifyReport, verify
 from ._version import snapshot_version, transaction_version
 
 __all__ = [
     "Capabilities",
     "Checkpoint",
+    "ColumnDifference",
     "ReplicaStatus",
     "ReplicationError",
     "ReplicationSettings",
     "Replicator",
+    "RowDifference",
+    "TableResult",
     "Target",
     "TargetError",
+    "VerifyReport",
     "load_checkpoint",
     "open_target",
     "save_checkpoint",
     "snapshot_version",
     "transaction_version",
+    "verify",
 ]

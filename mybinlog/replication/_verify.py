@@ -1,21 +1,24 @@
 """``mybinlog verify``: compare MySQL/MariaDB tables with their ClickHouse replica.
 
-For every table the comparison reads both sides once, in whatever order the servers return rows, and reduces each
-row to a 64-bit hash of its canonical form (:func:`mybinlog.replication._types.canonical` maps a MySQL value and
-the ClickHouse text of the same value to one string). Rows are spread over *buckets* by their primary key (or, for
-a table without a key, by the row hash), and each side keeps per bucket the number of rows and the sum of their
-hashes modulo 2**64. That is order-independent and duplicate-sensitive, and needs memory for the buckets only,
-never for the rows. The table is equal when every bucket is equal on both sides.
+For every table both sides are read once, in whatever order the servers return rows (the replica while the source
+streams, so both servers work at once), and each row is reduced to a 64-bit hash (BLAKE2b) of its canonical form:
+:func:`~._types.canonical` maps a MySQL value and ClickHouse's text of the same stored value to one string (here
+with inlined fast paths for the usual value forms, see :func:`fast_canonical`). Rows are spread over *buckets* by
+their key (or, for a table without a key, by their exact columns), and each side keeps per bucket the number of
+rows and the sum of their hashes modulo 2**64: order-independent, duplicate-sensitive, and memory for the buckets
+only, never for the rows. The table is equal when every bucket is equal on both sides.
 
-When buckets differ, a second read of both sides keeps only the rows of (at most ``max_differences``) differing
-buckets and matches them by key: a key only in MySQL is *missing* in the replica, a key only in ClickHouse is
-*extra*, a key held by both with other values is *changed* (with the differing columns), and a key ClickHouse
-returns more than once after ``FINAL`` is a *duplicate*. Tables without a usable key are compared as multisets of
-rows. The second MySQL read runs in the same ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` as the first, so the
-source side is identical; the replica is read again and may have moved if replication is running.
+When buckets differ, both sides are read again keeping only the rows of (at most ``max_differences``) differing
+buckets, which are matched by key: a key only in MySQL is *missing* in the replica, a key only in ClickHouse is
+*extra*, a key held by both with other values is *changed* (with the differing columns), a key ClickHouse returns
+more than once after ``FINAL`` is a *duplicate*. Tables without a usable key are compared as multisets of rows.
+Tables with FLOAT/DOUBLE columns are confirmed row by row with a tolerance (old ClickHouse versions parse floats
+inexactly), drilling further until a real difference is found or every differing bucket was looked at. The
+second MySQL read runs in the same ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` as the first, so the source side
+is identical; the replica may have moved if replication is running.
 
-MySQL is read through an unbuffered (server-side streaming) cursor with session ``time_zone = '+00:00'``.
-ClickHouse is read with ``SELECT ... FROM t FINAL WHERE <alive predicate>``; a large table is read in slices
+MySQL is read through an unbuffered (streaming) cursor with session ``time_zone = '+00:00'``. ClickHouse is read
+with ``SELECT ... FROM t FINAL WHERE <alive predicate>``; a large table in slices
 ``cityHash64(toString(tuple(<key>))) % n = i`` of about ``page_rows`` rows, so memory stays bounded.
 See docs/verify.md.
 """
@@ -53,9 +56,13 @@ if TYPE_CHECKING:
 __all__ = [
     "ColumnDifference",
     "RowDifference",
+    "TableComparer",
     "TableResult",
     "VerifyReport",
     "add_verify_arguments",
+    "bucket_count",
+    "fast_canonical",
+    "row_hash",
     "run_verify",
     "verify",
 ]
@@ -181,7 +188,13 @@ class VerifyReport:
         }
 
     def to_json(self, *, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        data = self.to_dict()
+        text = json.dumps(data, indent=indent, ensure_ascii=False)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # replica text that is not UTF-8 (surrogate-escaped bytes): escape everything
+            text = json.dumps(data, indent=indent)
+        return text
 
     def render_text(self) -> str:
         lines = [f"source  {self.source}", f"replica {self.replica}", ""]
@@ -507,7 +520,6 @@ class _ReplicaTable:
     engine: str
     columns: dict[str, str]  # name -> ClickHouse type, in table order, without the meta columns
     meta: set[str]  # meta columns present (_sign, _version, _is_deleted)
-    sorting_key: list[str]
 
 
 async def _replica_tables(target: Target, database: str) -> dict[str, str]:
@@ -525,22 +537,18 @@ async def _describe_replica(target: Target, database: str, name: str, engine: st
     from ._chschema import META_COLUMNS
 
     rows = await target.query(
-        "SELECT name, type, is_in_sorting_key FROM system.columns "
-        f"WHERE database = {_q(database)} AND table = {_q(name)}"
+        f"SELECT name, type FROM system.columns WHERE database = {_q(database)} AND table = {_q(name)}"
     )
     columns: dict[str, str] = {}
     meta: set[str] = set()
-    sorting: list[str] = []
-    for col, typ, in_key in rows:
+    for col, typ in rows:
         if col is None:
             continue
         if col in META_COLUMNS:
             meta.add(col)
-            continue
-        columns[col] = typ or ""
-        if in_key == "1":
-            sorting.append(col)
-    return _ReplicaTable(name, engine, columns, meta, sorting)
+        else:
+            columns[col] = typ or ""
+    return _ReplicaTable(name, engine, columns, meta)
 
 
 def _engine_mode(table: _ReplicaTable, requested: str) -> str:
@@ -921,7 +929,7 @@ class _Verifier:
             really_different = bool(found) or not examined_all
         else:
             really_different = bool(differing)
-        if differing and not found and examined_all and not comparer.approximate:
+        if differing and not found and want and not comparer.approximate:
             result.notes.append(
                 "the differing rows were not found again on a second read of the replica: "
                 "is replication still applying changes? (verify when the replica has caught up)"
