@@ -50,6 +50,13 @@ def register(sub: Any) -> None:
     rep.add_argument("--max-rows-in-buffer", type=int, default=65_505)
     rep.add_argument("--max-bytes-in-buffer", type=int, default=1 << 20)
     rep.add_argument("--max-flush-data-time", type=int, default=1000, metavar="MS")
+    rep.add_argument(
+        "--max-flush-milliseconds-in-binlog-dispatcher",
+        type=int,
+        default=100,
+        metavar="MS",
+        help="the shared binlog dispatcher delivers at least this often (default 100)",
+    )
     rep.add_argument("--initial-load", choices=("auto", "none"), default="auto")
     rep.add_argument("--once", action="store_true", help="stop once caught up with the source's current end")
     rep.add_argument("--status-interval", type=float, default=10.0, metavar="S", help="log progress every S s")
@@ -90,6 +97,7 @@ async def _replicate(args: argparse.Namespace) -> int:
         max_rows_in_buffer=args.max_rows_in_buffer,
         max_bytes_in_buffer=args.max_bytes_in_buffer,
         max_flush_data_time=args.max_flush_data_time,
+        max_flush_milliseconds_in_binlog_dispatcher=args.max_flush_milliseconds_in_binlog_dispatcher,
         initial_load=args.initial_load,
     )
     tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None

@@ -64,6 +64,9 @@ class ReplicationSettings:
     max_flush_data_time: int = 1000  # milliseconds
     max_bytes_in_binlog_queue: int = 64 << 20
     max_milliseconds_to_wait_in_binlog_queue: int = 10_000
+    # the shared client's dispatcher delivers at least this often (ClickHouse's default is 1000 ms, which adds up
+    # to a second of lag); fixed by the first creator of the client in the process
+    max_flush_milliseconds_in_binlog_dispatcher: int = 100
     meta_database: str = DEFAULT_META_DATABASE
     initial_load: str = "auto"  # "auto": copy existing tables when there is no checkpoint; "none": stream only
 
@@ -266,7 +269,9 @@ class Replicator:
         self.status.state = "streaming"
         self.status.position = str(cp.position)
         if self.client is None:
-            self.client = get_binlog_client(self.dsn)
+            self.client = get_binlog_client(
+                self.dsn, max_flush_milliseconds_in_binlog_dispatcher=s.max_flush_milliseconds_in_binlog_dispatcher
+            )
         await self._stream(cp, goal)
 
     async def _initial_load(self) -> Checkpoint:
