@@ -82,8 +82,13 @@ from ._sharing import (
     BinlogEventsDispatcher,
     BinlogStatus,
     BinlogStoppedError,
+    StatusReadError,
+    StatusServer,
     get_binlog_client,
     get_binlog_client_factory,
+    read_status,
+    serve_status,
+    status_document,
 )
 from ._stream import BinlogStream
 from ._transport import ServerInfo
@@ -102,6 +107,11 @@ __all__ = [
     # sharing
     "get_binlog_client",
     "get_binlog_client_factory",
+    "StatusServer",
+    "StatusReadError",
+    "serve_status",
+    "read_status",
+    "status_document",
     "BinlogClientFactory",
     "BinlogClient",
     "BinlogEventsDispatcher",

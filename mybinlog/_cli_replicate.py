@@ -60,6 +60,12 @@ def register(sub: Any) -> None:
     rep.add_argument("--initial-load", choices=("auto", "none"), default="auto")
     rep.add_argument("--once", action="store_true", help="stop once caught up with the source's current end")
     rep.add_argument("--status-interval", type=float, default=10.0, metavar="S", help="log progress every S s")
+    rep.add_argument(
+        "--status-address",
+        metavar="ADDRESS",
+        help="serve the status rows and replica progress for `mybinlog status --from ADDRESS`: "
+        "unix:/path.sock, http://127.0.0.1:PORT or file:/path.json",
+    )
     rep.set_defaults(func=run_replicate)
 
     ver = sub.add_parser(
@@ -134,6 +140,14 @@ async def _replicate(args: argparse.Namespace) -> int:
     tasks = [asyncio.ensure_future(r.run(until_caught_up=args.once)) for r in replicators]
     reporter = asyncio.ensure_future(_report(replicators, args.status_interval))
     rc = 0
+    status_server: Any = None
+    if args.status_address:
+        from ._sharing import serve_status
+
+        status_server = serve_status(
+            args.status_address, extra=lambda: {"replicas": [_status_dict(r) for r in replicators]}
+        )
+        await status_server.start()
     try:
         results = await asyncio.gather(*tasks, return_exceptions=True)
         for r, result in zip(replicators, results, strict=True):
@@ -145,6 +159,8 @@ async def _replicate(args: argparse.Namespace) -> int:
             elif isinstance(result, BaseException):
                 raise result
     finally:
+        if status_server is not None:
+            await status_server.aclose()
         reporter.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await reporter

@@ -9,8 +9,13 @@
             ├── flusher (supervisor) buffer -> consumer queues (by bytes / time), catch-up merge
             └── Binlog               one per consumer: byte-limited queue, filters, skip set, position
 
-Every event object is shared by all consumers of a dispatcher: rows are decoded lazily (``RowsEvent.rows``) by
-the consumers that read them, once, and never for a consumer that filtered the table out. See docs/sharing.md.
+Every event object is shared by the consumers of a dispatcher: rows are decoded lazily (``RowsEvent.rows``) by
+the consumers that read them, once, and never for a consumer that filtered the table out. A consumer that falls
+more than ``BinlogClient.shared_decode_bytes`` behind the others gets private copies of the rows events it still
+holds, so that it never keeps alive the rows the others decoded. See docs/sharing.md.
+
+The status endpoint (``serve_status``, ``read_status``) lets ``mybinlog status`` read the status rows of a
+consuming process from outside.
 
 ClickHouse name                                  mybinlog name
 BinlogClientFactory::getClient                   BinlogClientFactory.get_client / get_binlog_client
@@ -26,12 +31,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import itertools
+import json
 import logging
+import os
+import socket
 import time
+import urllib.parse
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Generator
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Protocol, TypedDict
 
@@ -63,8 +74,13 @@ __all__ = [
     "BinlogStoppedError",
     "EventSource",
     "SourceFactory",
+    "StatusReadError",
+    "StatusServer",
     "get_binlog_client",
     "get_binlog_client_factory",
+    "read_status",
+    "serve_status",
+    "status_document",
 ]
 
 logger = logging.getLogger("mybinlog.sharing")
@@ -155,12 +171,17 @@ class BinlogStatus(TypedDict):
 
 
 class _Rate:
-    """Events (or bytes) per second over the last full second."""
+    """Events (or bytes) per second over the last full second of ``clock`` (a monotonic clock in seconds).
 
-    __slots__ = ("_current", "_previous", "_second")
+    The count of the second before the current one: a steady flow of N per second reads N, a burst is seen for
+    one second, an idle dispatcher reads 0 after at most two seconds.
+    """
 
-    def __init__(self) -> None:
-        self._second = int(time.monotonic())
+    __slots__ = ("_clock", "_current", "_previous", "_second")
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._second = int(clock())
         self._current = 0
         self._previous = 0
 
@@ -171,11 +192,11 @@ class _Rate:
             self._second = now
 
     def add(self, n: int) -> None:
-        self._roll(int(time.monotonic()))
+        self._roll(int(self._clock()))
         self._current += n
 
     def per_sec(self) -> float:
-        self._roll(int(time.monotonic()))
+        self._roll(int(self._clock()))
         return float(self._previous)
 
 
@@ -192,7 +213,7 @@ _FORWARD_TYPES = (GtidEvent, MariadbGtidEvent, RotateEvent, XidEvent, QueryEvent
 class _Item:
     """One event as the dispatcher saw it (or a per-table decode error)."""
 
-    __slots__ = ("error", "event", "gtid", "in_txn", "is_gtid", "kind", "position", "table")
+    __slots__ = ("error", "event", "gtid", "holders", "in_txn", "is_gtid", "kind", "position", "table", "windowed")
 
     def __init__(
         self,
@@ -214,6 +235,21 @@ class _Item:
         self.gtid = gtid
         self.error = error
         self.table = table
+        self.holders = 0  # rows events: consumer queues still holding it
+        self.windowed = False  # in its client's window of shared rows events
+
+
+_Entry = tuple[_Item | None, BinlogPosition | None, BaseException | None]
+"""A consumer queue entry as routed: the item whose event is handed out (None: only a position or an error)."""
+
+SHARED_DECODE_MIN_BYTES: Final = 256 << 10
+
+
+def _private_copy(event: RowsEvent) -> RowsEvent:
+    """The same rows event as a new object without decoded rows: the consumer that gets it decodes it itself."""
+    own = copy.copy(event)
+    own._rows = None
+    return own
 
 
 def _gtid_set_contains(outer: GtidSet | None, inner: GtidSet | None) -> bool:
@@ -276,7 +312,7 @@ class Binlog:
         self.tables = frozenset(tables) if tables is not None else None
         self._position = position
         self._requested = requested
-        self._queue: deque[tuple[Event | None, BinlogPosition | None, BaseException | None, int]] = deque()
+        self._queue: deque[tuple[_Item | None, BinlogPosition | None, BaseException | None, int]] = deque()
         self._bytes = 0
         self._data = asyncio.Event()
         self._space = asyncio.Event()
@@ -284,7 +320,10 @@ class Binlog:
         self._error: BaseException | None = None
         self._dispatcher: BinlogEventsDispatcher | None = None
         # routing state, owned by the dispatcher that serves this consumer
-        self._base: GtidSet | None = requested  # executed beyond the dispatcher's positions (None: nothing)
+        # executed beyond the dispatcher's positions (None: nothing); applied when an entry is queued, so that a
+        # merge (which raises it) never moves the position of entries queued before it
+        self._base: GtidSet | None = requested
+        self._routed = position  # the position of the last entry queued
         self._skip: GtidSet | None = None  # transactions to skip (already executed)
         self._skipping = False
         self._await_boundary = False
@@ -351,6 +390,9 @@ class Binlog:
         if self._state == _CLOSED:
             return
         self._state = _CLOSED
+        for item, _, _, _ in self._queue:
+            if item is not None and item.kind == _ROWS:
+                item.holders -= 1
         self._queue.clear()
         self._bytes = 0
         self._space.set()
@@ -387,15 +429,21 @@ class Binlog:
                 raise BinlogClosedError(f"{self.name}: the consumer is closed; create a new one to read on")
             queue = self._queue
             if queue:
-                event, pos, error, size = queue.popleft()
+                item, pos, error, size = queue.popleft()
                 self._bytes -= size
                 self._space.set()
                 if pos is not None:
-                    self._advance(pos)
+                    self._position = pos
                 if error is not None:
                     raise error
-                if event is None:
+                if item is None:
                     continue
+                event = item.event
+                assert event is not None
+                if item.kind == _ROWS:
+                    item.holders -= 1
+                    if item.holders and not item.windowed:  # others will read it: share its rows for a while
+                        self.client._shared(item)
                 self.events_received += 1
                 self.bytes_received += size
                 return event
@@ -436,22 +484,6 @@ class Binlog:
             f"consumer from the position you committed (last delivered: {self._position})"
         )
 
-    def _advance(self, pos: BinlogPosition) -> None:
-        base = self._base
-        if base is None:
-            self._position = pos
-            return
-        if _gtid_set_contains(pos.gtid_set, base):
-            self._base = None
-            self._position = pos
-            return
-        cur = self._position
-        gtids = _union(base, pos.gtid_set)
-        if (pos.file, pos.offset) > (cur.file, cur.offset):
-            self._position = replace(pos, gtid_set=gtids)
-        else:
-            self._position = replace(cur, gtid_set=gtids)
-
     # -- fed by the dispatcher --------------------------------------------------------------------------------
     def _wants_table(self, schema: str, table: str) -> bool:
         key = (schema, table)
@@ -464,9 +496,30 @@ class Binlog:
             self._wants[key] = want
         return want
 
-    def _route(self, item: _Item) -> tuple[Event | None, BinlogPosition | None, BaseException | None] | None:
+    def _effective(self, pos: BinlogPosition) -> BinlogPosition:
+        """The consumer's position once it has been handed the entry at the dispatcher's ``pos``: that position
+        with everything the consumer had executed beyond it (``_base``), never going backwards."""
+        base = self._base
+        if base is None:
+            self._routed = pos
+            return pos
+        if _gtid_set_contains(pos.gtid_set, base):
+            self._base = None
+            self._routed = pos
+            return pos
+        cur = self._routed
+        gtids = _union(base, pos.gtid_set)
+        if (pos.file, pos.offset) > (cur.file, cur.offset):
+            eff = replace(pos, gtid_set=gtids)
+        else:
+            eff = replace(cur, gtid_set=gtids)
+        self._routed = eff
+        return eff
+
+    def _route(self, item: _Item) -> _Entry | None:
         """What this consumer gets for ``item``: an entry to queue, or None."""
-        pos = item.position
+        raw = item.position
+        pos = None if raw is None else self._effective(raw)
         if self._await_boundary:
             if pos is None:
                 return None
@@ -479,30 +532,30 @@ class Binlog:
             if pos is None:
                 return None
             self._skipping = False
-            if self._skip is not None and _gtid_set_contains(pos.gtid_set, self._skip):
+            if self._skip is not None and raw is not None and _gtid_set_contains(raw.gtid_set, self._skip):
                 self._skip = None
             return (None, pos, None)
-        if pos is not None and self._skip is not None and _gtid_set_contains(pos.gtid_set, self._skip):
+        if raw is not None and self._skip is not None and _gtid_set_contains(raw.gtid_set, self._skip):
             self._skip = None
         kind = item.kind
         if kind == _FORWARDED:
-            return (item.event, pos, None)
+            return (item, pos, None)
         if kind == _ROWS:
             event = item.event
             assert isinstance(event, RowsEvent)
             if self._wants_table(event.table.schema, event.table.name):
-                return (event, pos, None)
+                return (item, pos, None)
         elif kind == _ERROR:
             table = item.table
             if table is None or self._wants_table(*table):
                 return (None, pos, item.error)
         return (None, pos, None) if pos is not None else None
 
-    def _try_put(self, entry: tuple[Event | None, BinlogPosition | None, BaseException | None]) -> bool:
+    def _try_put(self, entry: _Entry) -> bool:
         """Queue ``entry`` unless the queue is full; markers (no event) always fit and coalesce."""
-        event, pos, error = entry
+        item, pos, error = entry
         queue = self._queue
-        if event is None and error is None:
+        if item is None and error is None:
             if queue:
                 last = queue[-1]
                 if last[0] is None and last[2] is None:
@@ -511,10 +564,12 @@ class Binlog:
             queue.append((None, pos, None, 0))
             self._data.set()
             return True
-        size = event.size if event is not None else 0
+        size = item.event.size if item is not None and item.event is not None else 0
         if queue and self.max_bytes and self._bytes + size > self.max_bytes:
             return False
-        queue.append((event, pos, error, size))
+        queue.append((item, pos, error, size))
+        if item is not None and item.kind == _ROWS:
+            item.holders += 1
         self._bytes += size
         self._data.set()
         return True
@@ -586,10 +641,11 @@ class BinlogEventsDispatcher:
         self._stopping = False
         self.stopped = False
         self._last_flush = time.monotonic()
-        self._read_events = _Rate()
-        self._read_bytes = _Rate()
-        self._flush_events = _Rate()
-        self._flush_bytes = _Rate()
+        clock = client._clock
+        self._read_events = _Rate(clock)
+        self._read_bytes = _Rate(clock)
+        self._flush_events = _Rate(clock)
+        self._flush_bytes = _Rate(clock)
         self.events_read = 0
         self.merges = 0
 
@@ -716,6 +772,7 @@ class BinlogEventsDispatcher:
         limit = self._buffer_limit
         immediate = self.max_flush_ms == 0
         buffer_items = self._buffer
+        last_table_error: DecodeError | None = None
         while True:
             if self._buffer_bytes >= limit:
                 self._taken.clear()
@@ -726,8 +783,19 @@ class BinlogEventsDispatcher:
                 event = await source.next_event()
             except DecodeError as exc:
                 table = _error_table(exc)
-                if table is None:
+                if table is None or exc is last_table_error:
+                    # no table to blame, or a source that cannot go past the bad event (it raises the same
+                    # error again): the dispatcher cannot go on, every consumer gets the error
                     raise
+                last_table_error = exc
+                logger.warning(
+                    "%s %s: cannot decode an event of `%s`.`%s` (%s); its consumers get the error, the others go on",
+                    self.client.name,
+                    self.name,
+                    table[0],
+                    table[1],
+                    exc,
+                )
                 item = _Item(None, _ERROR, None, self._tracker.in_transaction, error=exc, table=table)
                 self._buffer.append(item)
                 self._wake.set()
@@ -843,7 +911,9 @@ class BinlogEventsDispatcher:
                     self._open_gtid = item.gtid
                 self._flushed_open = item.in_txn
             consumers = self._consumers
-            if len(consumers) == 1:
+            if item.kind == _ERROR:
+                self._deliver_error(item)
+            elif len(consumers) == 1:
                 c = consumers[0]
                 entry = c._route(item)
                 if entry is not None and not c._try_put(entry):
@@ -857,9 +927,22 @@ class BinlogEventsDispatcher:
                         await self._wait_and_put(c, entry)
         return completed
 
-    async def _wait_and_put(
-        self, c: Binlog, entry: tuple[Event | None, BinlogPosition | None, BaseException | None]
-    ) -> None:
+    def _deliver_error(self, item: _Item) -> None:
+        """A decode error that names its table: it ends the consumers that want that table, nobody else."""
+        for c in tuple(self._consumers):
+            if c._dispatcher is not self:
+                continue
+            entry = c._route(item)
+            if entry is None or entry[2] is None:
+                continue
+            logger.warning(
+                "%s %s: consumer %s stops at %s: %s", self.client.name, self.name, c.name, c.position, entry[2]
+            )
+            self._remove(c)
+            c._finish(_FAILED, entry[2])  # it still gets what is queued, then this error, every time
+            self.client._consumer_detached(c)
+
+    async def _wait_and_put(self, c: Binlog, entry: _Entry) -> None:
         """The consumer's queue is full: wait up to its max_waiting_ms for room, then detach it."""
         deadline = time.monotonic() + c.max_waiting_ms / 1000
         while c._dispatcher is self:
@@ -1087,6 +1170,14 @@ class BinlogClient:
         self._lock: asyncio.Lock | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.closed = False
+        self._clock: Callable[[], float] = time.monotonic  # the rate columns' clock (tests replace it)
+        # Rows events are shared by the consumers that read them (decoded once), but only within a window: once
+        # the consumers have read this many bytes of rows events after one, the queues still holding it get a
+        # private copy without the decoded rows, so a consumer lagging behind never keeps alive the rows the
+        # others decoded (for narrow rows, many times their size on the wire); it decodes its copy itself.
+        self.shared_decode_bytes = max(max_bytes_in_binlog_dispatcher_buffer, SHARED_DECODE_MIN_BYTES)
+        self._window: deque[_Item] = deque()
+        self._window_bytes = 0
 
     def __repr__(self) -> str:
         return f"<BinlogClient {self.name} dispatchers={len(self._dispatchers)} consumers={len(self._consumers)}>"
@@ -1220,6 +1311,24 @@ class BinlogClient:
         logger.info("%s: consumer %s on new dispatcher %s at %s", self.name, name, d.name, start)
         return c
 
+    def _shared(self, item: _Item) -> None:
+        """A consumer read ``item``'s rows event and other queues still hold it: share it within the window."""
+        event = item.event
+        assert event is not None
+        item.windowed = True
+        window = self._window
+        window.append(item)
+        self._window_bytes += event.size
+        limit = self.shared_decode_bytes
+        while self._window_bytes > limit:
+            old = window.popleft()
+            old.windowed = False
+            event = old.event
+            assert isinstance(event, RowsEvent)
+            self._window_bytes -= event.size
+            if old.holders > 0:  # the laggards still holding it get their own object, without decoded rows
+                old.event = _private_copy(event)
+
     @staticmethod
     def _attach_position(d: BinlogEventsDispatcher, requested: GtidSet | None) -> BinlogPosition:
         pos = d.delivered_position
@@ -1350,6 +1459,17 @@ class BinlogClientFactory:
             rows.extend(client.status())
         return rows
 
+    def serve_status(
+        self,
+        address: str,
+        *,
+        extra: Callable[[], Mapping[str, Any]] | None = None,
+        interval_ms: int = 1000,
+    ) -> StatusServer:
+        """Serve this factory's status rows at ``address`` for ``mybinlog status --from ADDRESS``
+        (``async with factory.serve_status("unix:/run/app/mybinlog.sock"): ...``); see :func:`serve_status`."""
+        return StatusServer(address, source=self.status, extra=extra, interval_ms=interval_ms)
+
     async def aclose(self) -> None:
         for client in list(self._clients.values()):
             await client.aclose()
@@ -1383,3 +1503,299 @@ def get_binlog_client(
         max_flush_milliseconds_in_binlog_dispatcher=max_flush_milliseconds_in_binlog_dispatcher,
         stream_options=stream_options,
     )
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the status endpoint: a consuming process shows its status rows to `mybinlog status --from ADDRESS`
+
+STATUS_FORMAT: Final = "mybinlog-status/1"
+STATUS_COLUMNS: Final[tuple[str, ...]] = tuple(BinlogStatus.__annotations__)
+"""The 19 columns of a status row, in ClickHouse's ``system.mysql_binlogs`` order."""
+
+StatusSource = Callable[[], Sequence[Mapping[str, Any]]]
+_MAX_REQUEST_LINES = 100
+
+
+class StatusReadError(MybinlogError):
+    """The status of a consuming process could not be read (nothing listens at the address, a stale or foreign
+    file, a malformed answer). Check that the process runs and serves its status at that address."""
+
+    retriable = True
+
+
+def _status_address(address: str) -> tuple[str, str, int]:
+    """(kind, path or host, port): ``unix:PATH``, ``http://HOST:PORT``, ``file:PATH``, or a bare path (a
+    ``.json`` path is a file, anything else a unix socket)."""
+    text = address.strip()
+    if not text:
+        raise ConfigurationError("a status address is needed: unix:/path.sock, http://127.0.0.1:PORT or file:/path")
+    if text.startswith("unix:"):
+        path = text[5:]
+        if path.startswith("//"):
+            path = path[2:]
+        if not path:
+            raise ConfigurationError(f"status address {address!r}: unix: needs a socket path")
+        return "unix", path, 0
+    if text.startswith("file:"):
+        path = text[5:]
+        if path.startswith("//"):
+            path = path[2:]
+        if not path:
+            raise ConfigurationError(f"status address {address!r}: file: needs a path")
+        return "file", path, 0
+    if "://" in text:
+        parts = urllib.parse.urlsplit(text)
+        if parts.scheme != "http":
+            raise ConfigurationError(
+                f"status address {address!r}: use unix:/path.sock, http://HOST:PORT or file:/path.json"
+            )
+        try:
+            port = parts.port
+        except ValueError as exc:
+            raise ConfigurationError(f"status address {address!r}: bad port") from exc
+        if port is None:
+            raise ConfigurationError(f"status address {address!r}: give a port (0 picks a free one when serving)")
+        return "http", parts.hostname or "127.0.0.1", port
+    return ("file" if text.endswith(".json") else "unix"), text, 0
+
+
+def status_document(
+    source: StatusSource | None = None, extra: Callable[[], Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
+    """What a status endpoint serves: ``{"format", "pid", "time", "columns", "mysql_binlogs": [rows], ...}``.
+
+    ``source`` gives the rows (default: the default factory's :meth:`BinlogClientFactory.status`); ``extra``
+    adds keys of its own (a replicator's checkpoints, say), which must not replace the standard ones.
+    """
+    rows = (source or _default_factory.status)()
+    doc: dict[str, Any] = {
+        "format": STATUS_FORMAT,
+        "pid": os.getpid(),
+        "time": time.time(),
+        "columns": list(STATUS_COLUMNS),
+        "mysql_binlogs": [dict(row) for row in rows],
+    }
+    if extra is not None:
+        for key, value in extra().items():
+            if key in doc:
+                raise ConfigurationError(f"status extra key {key!r} would replace a standard key")
+            doc[key] = value
+    return doc
+
+
+class StatusServer:
+    """Serves a process's status rows (see :func:`serve_status`); an async context manager owning its server or
+    file-writing task. ``address`` is the resolved address (the real port when serving on port 0)."""
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        source: StatusSource | None = None,
+        extra: Callable[[], Mapping[str, Any]] | None = None,
+        interval_ms: int = 1000,
+    ) -> None:
+        self.kind, self._target, self._port = _status_address(address)
+        if interval_ms <= 0:
+            raise ConfigurationError("interval_ms must be > 0")
+        self.interval_ms = interval_ms
+        self._source = source
+        self._extra = extra
+        self._server: asyncio.Server | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.requests = 0
+
+    def __repr__(self) -> str:
+        return f"<StatusServer {self.address}{' running' if self.running else ''}>"
+
+    @property
+    def address(self) -> str:
+        if self.kind == "http":
+            host = f"[{self._target}]" if ":" in self._target else self._target
+            return f"http://{host}:{self._port}"
+        return f"{self.kind}:{self._target}"
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None or self._task is not None
+
+    def document(self) -> dict[str, Any]:
+        doc = status_document(self._source, self._extra)
+        if self.kind == "file":
+            doc["interval_ms"] = self.interval_ms
+        return doc
+
+    async def start(self) -> StatusServer:
+        """Start listening (or write the file once and keep rewriting it). Errors (address in use...) raise here."""
+        if self.running:
+            return self
+        try:
+            if self.kind == "unix":
+                self._clear_stale_socket()
+                self._server = await asyncio.start_unix_server(self._handle, path=self._target)
+            elif self.kind == "http":
+                self._server = await asyncio.start_server(self._handle, self._target, self._port)
+                self._port = int(self._server.sockets[0].getsockname()[1])
+            else:
+                self._write_file()
+                self._task = asyncio.create_task(self._file_loop(), name=f"mybinlog status {self._target}")
+        except OSError as exc:
+            raise ConfigurationError(f"cannot serve status at {self.address}: {exc}") from exc
+        logger.info("serving mybinlog status at %s", self.address)
+        return self
+
+    async def aclose(self) -> None:
+        """Stop serving (a unix socket or status file is removed)."""
+        server, self._server = self._server, None
+        task, self._task = self._task, None
+        if server is not None:
+            server.close()
+            await asyncio.shield(server.wait_closed())
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(task)
+        if (server is not None or task is not None) and self.kind in ("unix", "file"):
+            self._remove_path()
+
+    def _clear_stale_socket(self) -> None:
+        path = Path(self._target)
+        if path.is_socket():
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                probe.settimeout(1)
+                try:
+                    probe.connect(self._target)
+                except OSError:
+                    path.unlink()  # left by a process that is gone
+                    return
+            raise ConfigurationError(f"another process serves its status at {self.address}; pick another path")
+        if path.exists():
+            raise ConfigurationError(f"status socket path {self._target!r} exists and is not a socket")
+
+    def _remove_path(self) -> None:
+        with contextlib.suppress(OSError):
+            Path(self._target).unlink()
+
+    async def __aenter__(self) -> StatusServer:
+        return await self.start()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # -- file ------------------------------------------------------------------------------------------------
+    def _write_file(self) -> None:
+        path = Path(self._target)
+        data = json.dumps(self.document(), default=str, indent=1).encode()
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)  # readers see the old or the new file, never half of one
+
+    async def _file_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval_ms / 1000)  # a periodic timer, not a synchronisation
+            try:
+                self._write_file()
+            except OSError as exc:
+                logger.warning("cannot write the status file %s: %s", self._target, exc)
+
+    # -- HTTP (unix socket or TCP) ---------------------------------------------------------------------------
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            async with asyncio.timeout(5):
+                request = await reader.readline()
+                for _ in range(_MAX_REQUEST_LINES):
+                    line = await reader.readline()
+                    if line in (b"\r\n", b"\n", b""):
+                        break
+            parts = request.decode("latin-1").split()
+            method, target = (parts[0], parts[1]) if len(parts) >= 2 else ("", "")
+            path = target.split("?", 1)[0]
+            if method not in ("GET", "HEAD"):
+                status, body = "405 Method Not Allowed", b'{"error": "use GET /status"}\n'
+            elif path not in ("/", "/status"):
+                status, body = "404 Not Found", b'{"error": "the status is at /status"}\n'
+            else:
+                self.requests += 1
+                status, body = "200 OK", json.dumps(self.document(), default=str).encode() + b"\n"
+            head = (
+                f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                "Connection: close\r\n\r\n"
+            ).encode()
+            writer.write(head if method == "HEAD" else head + body)
+            await writer.drain()
+        except (TimeoutError, OSError, ValueError) as exc:  # a client that went away or sent nonsense
+            logger.debug("status request failed: %s", exc)
+        except Exception:
+            logger.exception("status request failed")
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+
+
+def serve_status(
+    address: str,
+    *,
+    source: StatusSource | None = None,
+    extra: Callable[[], Mapping[str, Any]] | None = None,
+    interval_ms: int = 1000,
+) -> StatusServer:
+    """Expose this process's status rows so that ``mybinlog status --from ADDRESS`` (or :func:`read_status`)
+    can read them from outside: ``async with mybinlog.serve_status("unix:/run/app/mybinlog.sock"): ...``.
+
+    ``address``: ``unix:/path.sock`` (HTTP over a unix socket: ``curl --unix-socket /path.sock http://x/status``),
+    ``http://127.0.0.1:PORT`` (HTTP over TCP; port 0 picks a free one, see :attr:`StatusServer.address`; bind to
+    loopback unless you mean to publish it), or ``file:/path.json`` (the document rewritten every
+    ``interval_ms``, atomically). Nothing is served before ``start()``/``async with``; the rows are computed per
+    request. ``source`` defaults to the default factory's status (every consumer created through
+    :func:`get_binlog_client`); ``extra`` adds keys to the document. No password appears in it.
+    """
+    return StatusServer(address, source=source, extra=extra, interval_ms=interval_ms)
+
+
+async def read_status(address: str, *, timeout_s: float = 5.0) -> dict[str, Any]:
+    """The status document served at ``address`` by :func:`serve_status` (another process, usually).
+
+    Raises :class:`StatusReadError` when nothing serves it there or the answer is not a mybinlog status, and
+    :class:`~mybinlog.ConfigurationError` for a malformed address.
+    """
+    kind, target, port = _status_address(address)
+    where = address.strip()
+    try:
+        if kind == "file":
+            text = await asyncio.to_thread(Path(target).read_bytes)
+            body = text
+        else:
+            async with asyncio.timeout(timeout_s):
+                if kind == "unix":
+                    reader, writer = await asyncio.open_unix_connection(target)
+                else:
+                    reader, writer = await asyncio.open_connection(target, port)
+                try:
+                    writer.write(b"GET /status HTTP/1.1\r\nHost: mybinlog\r\nConnection: close\r\n\r\n")
+                    await writer.drain()
+                    answer = await reader.read(64 * MiB)
+                finally:
+                    writer.close()
+                    with contextlib.suppress(OSError):
+                        await writer.wait_closed()
+            head, _, body = answer.partition(b"\r\n\r\n")
+            status_line = head.split(b"\r\n", 1)[0].decode("latin-1")
+            if not status_line.startswith("HTTP/") or status_line.split()[1:2] != ["200"]:
+                raise StatusReadError(f"{where}: unexpected answer {status_line[:80]!r}")
+    except TimeoutError as exc:
+        raise StatusReadError(f"{where}: no answer within {timeout_s:g} s") from exc
+    except OSError as exc:
+        raise StatusReadError(
+            f"{where}: cannot read the status ({exc.strerror or exc}); is the consuming process running and "
+            "serving its status there (serve_status)?"
+        ) from exc
+    try:
+        doc = json.loads(body)
+    except ValueError as exc:
+        raise StatusReadError(f"{where}: the answer is not JSON ({exc})") from exc
+    if not isinstance(doc, dict) or doc.get("format") != STATUS_FORMAT:
+        raise StatusReadError(f"{where}: not a mybinlog status document (format {STATUS_FORMAT!r} expected)")
+    return doc

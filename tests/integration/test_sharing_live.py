@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import io
+import json
+import random
+import struct
+import zlib
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mybinlog import AuthenticationError, MariaDBGtidSet, RowsEvent, XidEvent
+from mybinlog import (
+    AuthenticationError,
+    BinlogPosition,
+    DecodeError,
+    Event,
+    EventDecoder,
+    MariadbGtidEvent,
+    MariaDBGtidSet,
+    RowsEvent,
+    XidEvent,
+)
+from mybinlog._cli_status import register
 from mybinlog._sandbox import MariaDBServer
-from mybinlog._sharing import Binlog, BinlogClient, BinlogClientFactory, BinlogDetachedError
+from mybinlog._sharing import Binlog, BinlogClient, BinlogClientFactory, BinlogDetachedError, EventSource
 
 COLUMNS_COUNT = 19
 
@@ -190,3 +208,208 @@ async def test_late_consumer_catches_up_and_merges_under_steady_writes(mariadb: 
     assert {r["dispatcher_name"] for r in rows} == {live.dispatcher.name if live.dispatcher else ""}
     assert all("repl@" in r["binlog_client_name"] for r in rows)
     await client.aclose()
+
+
+# ------------------------------------------------------------------------------------------------------------
+# a real corrupted rows event: the decoder names its table, the dispatcher stops only that table's consumers
+
+
+class RawEventsSource:
+    """Real binlog bytes decoded one event per call; a bad event raises once, then reading goes on after it
+    (the contract a source needs for per-table isolation)."""
+
+    def __init__(self, raws: list[bytes], file: str) -> None:
+        self.raws = raws
+        self.decoder = EventDecoder(file=file)
+        self.index = 0
+        self.file = file
+        self.closed = False
+        self.errors: list[DecodeError] = []
+
+    @property
+    def position(self) -> BinlogPosition:
+        return BinlogPosition(self.file, 4, None)
+
+    async def next_event(self) -> Event | None:
+        await asyncio.sleep(0)
+        while self.index < len(self.raws):
+            raw = self.raws[self.index]
+            self.index += 1
+            try:
+                return self.decoder.decode(raw)
+            except DecodeError as exc:
+                self.errors.append(exc)
+                raise
+        return None
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def _raw_events(path: Path) -> list[bytes]:
+    data = path.read_bytes()
+    assert data[:4] == b"\xfebin"
+    raws, pos = [], 4
+    while pos < len(data):
+        size = struct.unpack_from("<I", data, pos + 9)[0]
+        raws.append(data[pos : pos + size])
+        pos += size
+    return raws
+
+
+def _corrupt_column_count(raw: bytes) -> bytes:
+    """A WRITE_ROWS v1 event claiming one column more than its TABLE_MAP, with a valid CRC32."""
+    assert raw[4] == 23  # WRITE_ROWS_EVENT_V1: header, table id (6), flags (2), then the column count
+    body = bytearray(raw[:-4])
+    body[27] += 1
+    return bytes(body) + struct.pack("<I", zlib.crc32(body))
+
+
+async def test_a_corrupted_rows_event_stops_only_the_consumers_of_its_table(mariadb: MariaDBServer, db: str) -> None:
+    mariadb.execute(f"CREATE TABLE `{db}`.good (id INT PRIMARY KEY, v VARCHAR(20))")
+    mariadb.execute(f"CREATE TABLE `{db}`.bad (id INT PRIMARY KEY, v VARCHAR(20))")
+    file = mariadb.flush_binary_logs()
+    conn = mariadb.connect(database=db, autocommit=False)
+    with conn.cursor() as cur:
+        for i in range(1, 4):
+            cur.execute("INSERT INTO good VALUES (%s, %s)", (i, f"g{i}"))
+            cur.execute("INSERT INTO bad VALUES (%s, %s)", (i, f"b{i}"))
+            conn.commit()
+    conn.close()
+    mariadb.flush_binary_logs()
+    raws = await asyncio.to_thread(_raw_events, mariadb.datadir / file)
+    decoder = EventDecoder(file=file)
+    kinds = [decoder.decode(raw) for raw in raws]
+    bad_rows = [i for i, e in enumerate(kinds) if isinstance(e, RowsEvent) and e.table_name == "bad"]
+    assert len(bad_rows) == 3
+    raws[bad_rows[1]] = _corrupt_column_count(raws[bad_rows[1]])  # in the second transaction
+    source = RawEventsSource(raws, file)
+
+    async def open_source(_: object) -> EventSource:
+        return source
+
+    client = BinlogClientFactory().get_client(
+        mariadb.repl_dsn,
+        source_factory=open_source,
+        max_bytes_in_binlog_dispatcher_buffer=0,
+        max_flush_milliseconds_in_binlog_dispatcher=0,
+    )
+    good = await client.create_binlog(name="good", tables=["good"])
+    everything = await client.create_binlog(name="all", databases=[db])
+    bad = await client.create_binlog(name="bad", tables=[f"{db}.bad"])
+
+    async def drain(b: Binlog) -> tuple[list[Any], list[Any], BaseException | None]:
+        rows: list[Any] = []
+        gtids: list[Any] = []
+        try:
+            async for event in b:
+                if isinstance(event, RowsEvent):
+                    rows.extend(event.rows)
+                if isinstance(event, MariadbGtidEvent):
+                    gtids.append(event.gtid)
+        except DecodeError as exc:
+            return rows, gtids, exc
+        return rows, gtids, None
+
+    async with asyncio.timeout(20):
+        (good_rows, good_gtids, good_error), *failed = await asyncio.gather(drain(good), drain(everything), drain(bad))
+    assert len(source.errors) == 1
+    error = source.errors[0]
+    assert (error.schema, error.table) == (db, "bad")  # the decoder named the table (H-perf)
+    assert "columns" in str(error)
+    assert good_error is None
+    assert good_rows == [(1, "g1"), (2, "g2"), (3, "g3")]  # every transaction, its own table intact
+    assert len(good_gtids) == 3
+    for rows, gtids, exc in failed:
+        assert exc is error
+        assert len(gtids) == 2  # stopped inside the second transaction
+        assert (1, "b1") in rows
+        assert (3, "g3") not in rows
+    for c in (good, everything, bad):
+        await c.close()
+
+
+# ------------------------------------------------------------------------------------------------------------
+# `mybinlog status --dsn` and many tasks creating and dropping consumers
+
+
+def _run_status_cli(*argv: str) -> tuple[int, str]:
+    parser = argparse.ArgumentParser(prog="mybinlog")
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["status", *argv])
+    out = io.StringIO()
+    return args.func(args, out), out.getvalue()
+
+
+async def test_status_dsn_shows_the_server_side_without_the_password(mariadb: MariaDBServer, db: str) -> None:
+    start = _setup(mariadb, db)
+    client = _client(mariadb)
+    one = await client.create_binlog(name="one", executed_gtid_set=start, databases=[db])
+    assert one.dispatcher is not None
+    rc, text = await asyncio.to_thread(_run_status_cli, "--dsn", mariadb.repl_dsn)
+    assert rc == 0
+    assert f"binlog_executed_gtid_set  {mariadb.gtid_binlog_pos()}" in text
+    assert "binlog dump connection(s) visible" in text
+    assert mariadb.repl_password not in text
+    _, as_json = await asyncio.to_thread(_run_status_cli, "--dsn", mariadb.repl_dsn, "--format", "json")
+    facts = json.loads(as_json)
+    assert facts["flavor"] == "mariadb"
+    assert facts["binlog_name"] == mariadb.master_status()[0]
+    assert facts["server"] == f"repl@127.0.0.1:{mariadb.port}"
+    assert any(d["command"].startswith("Binlog Dump") for d in facts["binlog_dumps"])
+    await client.aclose()
+
+
+async def test_many_tasks_creating_and_dropping_consumers_in_random_orders(mariadb: MariaDBServer, db: str) -> None:
+    start = _setup(mariadb, db)
+    sets = [MariaDBGtidSet.parse(start)]
+    factory = BinlogClientFactory()
+    client = factory.get_client(
+        mariadb.repl_dsn, max_bytes_in_binlog_dispatcher_buffer=4096, max_flush_milliseconds_in_binlog_dispatcher=5
+    )
+    stop = asyncio.Event()
+
+    async def writer() -> None:
+        n = 0
+        while not stop.is_set():
+            await _insert(mariadb, db, n + 1, 3, per_txn=1)
+            n += 3
+            sets.append(MariaDBGtidSet.parse(mariadb.gtid_binlog_pos()))
+
+    async def worker(seed: int) -> int:
+        rnd = random.Random(seed)
+        checked = 0
+        for _ in range(4):
+            begin = rnd.choice(sets)
+            b = await client.create_binlog(
+                name=f"w{seed}",
+                executed_gtid_set=begin,
+                databases=[db],
+                max_bytes_in_binlog_queue=rnd.choice([1, 500, 0]),
+                max_milliseconds_to_wait_in_binlog_queue=rnd.choice([10, 10_000]),
+            )
+            expected = next(iter(begin.domains().values())).seq_no + 1 if len(begin) else 1
+            try:
+                for _ in range(rnd.randrange(1, 40)):
+                    event = await asyncio.wait_for(b.read_event(), 20)
+                    if isinstance(event, MariadbGtidEvent):
+                        assert event.gtid.seq_no == expected  # consecutive: nothing lost or repeated
+                        expected += 1
+                        checked += 1
+            except BinlogDetachedError:
+                pass  # a 1-byte queue with a 10 ms wait: fine, it only has to be clean
+            await b.close()
+        return checked
+
+    async with asyncio.timeout(60), asyncio.TaskGroup() as tg:
+        w = tg.create_task(writer())
+        workers = [tg.create_task(worker(seed)) for seed in range(10)]
+        checked = [await t for t in workers]
+        stop.set()
+        await w
+    assert sum(checked) > 20
+    assert not client.dispatchers
+    assert not client._consumers
+    assert all(t.done() for t in client._tasks)
+    assert client not in factory.clients
+    assert factory.status() == []

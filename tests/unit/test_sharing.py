@@ -421,6 +421,36 @@ async def test_catch_up_dispatcher_merges_into_leader() -> None:
     assert log.open_sources == 0
 
 
+async def test_position_after_a_merge_never_runs_ahead_of_what_was_handed_out() -> None:
+    log = FakeLog()
+    log.txns(20)
+    client = make_client(log)
+    a = await client.create_binlog(name="a", executed_gtid_set=log.gtids(15))
+    await read_txns(a, log.txn_of[-1])
+    b = await client.create_binlog(name="b", executed_gtid_set=log.gtids(2))
+    # b reads nothing until its catch-up dispatcher has delivered everything and merged: the queue still holds
+    # transactions 3..20 when b moves to a's dispatcher
+    await wait_until(lambda: b.dispatcher is a.dispatcher, "b merged before reading")
+    assert b.statistics()["size"] > 18
+    last = log.txns(3)[-1]
+    seen: list[Any] = []
+    async with asyncio.timeout(10):
+        async for event in b:
+            position = b.position.gtid_set
+            assert position is not None
+            g = gtid_of(event)
+            if g is not None:
+                assert g not in position, f"{g} counted as executed before its transaction was handed out"
+                seen.append(g)
+            if isinstance(event, XidEvent):
+                assert position == log.gtids(seen[-1].seq_no)  # exactly what was handed out
+                if seen[-1] == last:
+                    break
+    assert seqs(seen) == list(range(3, 24))
+    await a.close()
+    await b.close()
+
+
 async def test_ten_catch_up_dispatchers_merge_into_one_under_writes() -> None:
     log = FakeLog()
     log.txns(30)
@@ -632,6 +662,56 @@ async def test_filtered_tables_are_never_decoded_and_decode_errors_stay_with_the
         await c.close()
 
 
+async def test_a_lagging_consumer_never_holds_more_than_a_window_of_rows_decoded_by_others() -> None:
+    log = FakeLog()
+    table = log.table("t1")
+    client = make_client(log)
+    client.shared_decode_bytes = 600  # about ten rows events of 60 bytes
+    reader = await client.create_binlog(name="reader", executed_gtid_set=log.gtids(0))
+    stalled = await client.create_binlog(name="stalled", executed_gtid_set=log.gtids(0), max_bytes_in_binlog_queue=0)
+    last = log.txns(100)[-1]
+    got: list[Event] = []
+    await read_txns(reader, last, collect=got)
+    rows_events = [e for e in got if isinstance(e, RowsEvent)]
+    # decoded after reading everything (a batching consumer): still, only the last window stays shared
+    assert [e.rows for e in rows_events] == [[(e.log_pos,)] for e in rows_events]
+    assert table.decoded == 100
+    assert stalled.statistics()["events_received"] == 0
+    held = [item.event for item, _, _, _ in stalled._queue if item is not None and isinstance(item.event, RowsEvent)]
+    assert len(held) == 100
+    cached = [e for e in held if e._rows is not None]
+    assert 0 < sum(e.size for e in cached) <= client.shared_decode_bytes  # not the 100 x 60 bytes decoded
+    # the stalled consumer still gets the same rows: it decodes its private copies itself
+    later: list[Event] = []
+    await read_txns(stalled, last, collect=later)
+    assert [e.rows for e in later if isinstance(e, RowsEvent)] == [[(e.log_pos,)] for e in rows_events]
+    assert table.decoded == 100 + 100 - len(cached)
+    await reader.close()
+    await stalled.close()
+
+
+async def test_consumers_reading_in_step_share_each_decoded_rows_event() -> None:
+    log = FakeLog()
+    table = log.table("t1")
+    client = make_client(log)
+    a = await client.create_binlog(name="a", executed_gtid_set=log.gtids(0))
+    b = await client.create_binlog(name="b", executed_gtid_set=log.gtids(0))
+    last = log.txns(50)[-1]
+    rows: list[Any] = []
+    async with asyncio.timeout(10):
+        while a.position.gtid_set is None or last not in a.position.gtid_set:
+            ea = await a.read_event()
+            eb = await b.read_event()
+            assert ea is eb  # the very same object
+            if isinstance(ea, RowsEvent) and isinstance(eb, RowsEvent):
+                rows.append((ea.rows, eb.rows))
+    assert len(rows) == 50
+    assert all(ra is rb for ra, rb in rows)
+    assert table.decoded == 50  # decoded once for both
+    await a.close()
+    await b.close()
+
+
 async def test_dispatcher_decode_error_with_table_reaches_only_that_tables_consumers() -> None:
     log = FakeLog()
     log.txns(2)
@@ -640,9 +720,7 @@ async def test_dispatcher_decode_error_with_table_reaches_only_that_tables_consu
     t2 = await client.create_binlog(name="t2", executed_gtid_set=log.gtids(0), tables=["t2"])
     disp = t1.dispatcher
     assert disp is not None
-    error = DecodeError("TABLE_MAP of `db`.`t1` is malformed")
-    error.schema = "db"  # type: ignore[attr-defined]
-    error.table = "t1"  # type: ignore[attr-defined]
+    error = DecodeError("TABLE_MAP of `db`.`t1` is malformed", schema="db", table="t1")
     from mybinlog._sharing import _ERROR, _Item
 
     disp._buffer.append(_Item(None, _ERROR, None, False, error=error, table=("db", "t1")))
