@@ -306,3 +306,46 @@ async def _until(predicate: Any, limit_s: float = 60.0, what: str = "condition")
         if loop.time() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.01)  # polling a condition with a deadline
+
+
+async def test_ddl_statements_are_followed(mariadb: MariaDBServer, db: str, target: Target) -> None:
+    """CREATE ... LIKE, CHANGE/MODIFY/RENAME COLUMN, index changes, RENAME TABLE, TRUNCATE and DROP, mid-stream."""
+    conn = mariadb.connect(database=db)
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE base (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL, n INT DEFAULT 5)")
+        cur.execute("INSERT INTO base VALUES (1, 'a', 1), (2, 'b', 2)")
+    await _replicator(mariadb, target, db).run(until_caught_up=True)
+    rename_column = target.capabilities.rename_column
+    statements = [
+        "CREATE TABLE copy LIKE base",
+        "INSERT INTO copy VALUES (10, 'x', 10), (11, 'y', 11)",
+        "ALTER TABLE base ADD COLUMN note TEXT AFTER name, ADD INDEX by_name (name)",
+        "INSERT INTO base VALUES (3, 'c', 'third', 3)",
+        "ALTER TABLE base MODIFY name VARCHAR(40) NOT NULL",
+        "ALTER TABLE base CHANGE n amount BIGINT" if rename_column else "ALTER TABLE base MODIFY n BIGINT",
+        "UPDATE base SET note = 'upd' WHERE id = 1",
+        "ALTER TABLE base DROP INDEX by_name",
+        "RENAME TABLE copy TO copy2",
+        "INSERT INTO copy2 VALUES (12, 'z', 12)",
+        "CREATE TABLE gone (id INT PRIMARY KEY)",
+        "INSERT INTO gone VALUES (1)",
+        "DROP TABLE gone",
+        "CREATE TABLE emptied (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO emptied VALUES (1, 1), (2, 2)",
+        "TRUNCATE TABLE emptied",
+        "INSERT INTO emptied VALUES (3, 3)",
+        "DELETE FROM base WHERE id = 2",
+    ]
+    with conn.cursor() as cur:
+        for sql in statements:
+            cur.execute(sql)
+    conn.close()
+    repl = _replicator(mariadb, target, db)
+    await repl.run(until_caught_up=True)
+    assert repl.status.stopped_tables == {}
+    await _check_equal(mariadb, target, db, "replacing", ["base", "copy2", "emptied"])
+    rows = await target.query(f"SELECT name FROM system.tables WHERE database = '{target.database}' ORDER BY name")
+    assert [r[0] for r in rows] == ["base", "copy2", "emptied"]
+    cp = await load_checkpoint(target, db)
+    assert cp is not None
+    assert sorted(cp.tables) == ["base", "copy2", "emptied"]

@@ -187,3 +187,46 @@ def test_sigkill_clickhouse_server(fresh_mariadb: MariaDBServer, clickhouse_serv
 def _server_url(server: Any) -> str:
     url: Callable[..., str] | str = server.url
     return url(with_password=True) if callable(url) else url
+
+
+def test_sigterm_stops_cleanly_and_status_is_served(
+    mariadb: MariaDBServer, db: str, clickhouse_server: Any, tmp_path: Path
+) -> None:
+    conn = mariadb.connect(database=db)
+    wl = Workload(21, tables=("composite_pk",))
+    wl.run(conn, db, n_transactions=3, statements_per_txn=3, ddl_every=0)
+    target = _server_url(clickhouse_server)
+    status_file = tmp_path / "status.json"
+    proc = subprocess.Popen(
+        [*_replicate_cmd(mariadb.repl_dsn, target, db), "--status-address", f"file:{status_file}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    log: list[str] = []
+    try:
+        assert _wait_checkpoints(proc, 1, log), "".join(log[-40:])
+        wl.run(conn, db, n_transactions=5, statements_per_txn=3, ddl_every=0)
+        assert _wait_checkpoints(proc, 1, log), "".join(log[-40:])
+        shown = subprocess.run(
+            [sys.executable, "-m", "mybinlog", "status", "--from", f"file:{status_file}", "--format", "json"],
+            capture_output=True,
+            text=True,
+            env=_env(),
+            timeout=60,
+        )
+        assert shown.returncode == 0, shown.stderr
+        assert '"dispatcher_name"' in shown.stdout
+        assert '"mysql_binlog_executed_gtid_set"' in shown.stdout
+        assert mariadb.repl_password not in shown.stdout
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err[-3000:]
+    assert '"state": "stopped"' in out
+    conn.close()
+    finish_and_verify(mariadb.repl_dsn, target, db)
