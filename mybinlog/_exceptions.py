@@ -63,6 +63,9 @@ class DecodeError(MybinlogError):
 
     ``file`` and ``offset`` locate the event when they are known (``offset`` is the byte offset of the event's
     start in its file, or in the stream for network sources). ``type_code`` is the event type when known.
+    ``schema`` and ``table`` name the table when the error concerns one (a TABLE_MAP whose names could be read,
+    a rows event, or the lazy decoding of ``RowsEvent.rows``), so that a reader of many tables can tell which
+    table is affected; both are ``None`` otherwise.
     """
 
     def __init__(
@@ -72,11 +75,15 @@ class DecodeError(MybinlogError):
         file: str | None = None,
         offset: int | None = None,
         type_code: int | None = None,
+        schema: str | None = None,
+        table: str | None = None,
     ) -> None:
         self.message = message
         self.file = file
         self.offset = offset
         self.type_code = type_code
+        self.schema = schema
+        self.table = table
         super().__init__(message)
 
     def __str__(self) -> str:
@@ -95,6 +102,13 @@ class DecodeError(MybinlogError):
             self.file = file
         if self.offset is None and offset is not None:
             self.offset = offset
+        return self
+
+    def for_table(self, schema: str, table: str) -> DecodeError:
+        """Name the table the error concerns if it is not named yet; returns self for ``raise``."""
+        if self.schema is None and self.table is None:
+            self.schema = schema
+            self.table = table
         return self
 
 

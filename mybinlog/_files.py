@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import mmap
 import os
+import struct
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from ._protocol._events import Event, RotateEvent, TransactionPayloadEvent
 __all__ = ["iter_binlog_events", "read_binlog_file"]
 
 _SIZE_OFFSET = 9
+_SIZE = struct.Struct("<I")
+_CHUNK = 64
 
 
 def _load(path: Path) -> tuple[bytes | mmap.mmap, object | None]:
@@ -78,15 +81,39 @@ def read_binlog_file(
             size = _event_size(data, pos, n, name)
             dec.decode(bytes(data[pos : pos + size]), pos)
             pos = start
+        # Events are cut and decoded in chunks (one decode_batch call each); a chunk is small, so a reader that
+        # stops early leaves the decoder at most _CHUNK events ahead. Errors come after the events before them.
+        size_at = _SIZE.unpack_from
         while pos < n:
-            size = _event_size(data, pos, n, name)
-            event = dec.decode(bytes(data[pos : pos + size]), pos)
-            yield event
-            if flatten_payloads and isinstance(event, TransactionPayloadEvent):
-                for inner in event.events:
-                    inner.file = name
-                    yield inner
-            pos += size
+            raws: list[bytes] = []
+            offsets: list[int] = []
+            error: DecodeError | None = None
+            while pos < n and len(raws) < _CHUNK:
+                if pos + HEADER_LEN <= n:
+                    size = size_at(data, pos + _SIZE_OFFSET)[0]
+                    if size >= HEADER_LEN and pos + size <= n:
+                        raws.append(data[pos : pos + size])
+                        offsets.append(pos)
+                        pos += size
+                        continue
+                try:
+                    _event_size(data, pos, n, name)  # raises the error that describes the problem
+                except DecodeError as exc:
+                    error = exc
+                break
+            events: list[Event] = []
+            try:
+                dec.decode_batch(raws, events, offsets)
+            except DecodeError as exc:
+                error = exc
+            for event in events:
+                yield event
+                if flatten_payloads and isinstance(event, TransactionPayloadEvent):
+                    for inner in event.events:
+                        inner.file = name
+                        yield inner
+            if error is not None:
+                raise error
     finally:
         if closer is not None:
             data.close()  # type: ignore[union-attr]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ._protocol._events import (
@@ -100,6 +101,190 @@ def _row(values: tuple[Any, ...]) -> list[Any]:
     return out
 
 
+def _json_default(v: Any) -> Any:
+    """The JSON encoder's hook for what it cannot encode itself: the same forms as :func:`json_value` (and, in
+    JSON documents, :func:`_json_doc`), so rows go to the C encoder as they are, without a copy."""
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, datetime.date):  # datetime.datetime included
+        return v.isoformat()
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v).hex()
+    if isinstance(v, datetime.timedelta):
+        return format_time(v)
+    if isinstance(v, frozenset | set):
+        return sorted(v)
+    if v is MISSING:
+        return {"$missing": True}
+    if isinstance(v, JsonDiff):
+        return {"op": v.operation, "path": v.path, "value": v.value}
+    if isinstance(v, JsonOpaque):
+        return {"$opaque_type": v.type_code, "hex": v.data.hex()}
+    raise TypeError(f"cannot render a {type(v).__name__} value as JSON")
+
+
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_json_default).encode
+_jstr: Callable[[str], str] = json.encoder.encode_basestring  # a str as a JSON string literal (C)
+_float_repr = float.__repr__
+
+# -- the fast JSON Lines path ---------------------------------------------------------------------------------
+#
+# event_to_json writes the text directly: the common header with one f-string, and rows with a formatter
+# generated per column-type layout, which handles the type each column normally has inline (int, str, float,
+# Decimal, datetime, date) and hands anything else (None, MISSING, bytes, sets, JSON documents, zero dates as
+# text, NaN) to the json encoder with the same conversions as json_value. The output is byte for byte what
+# json.dumps(..., ensure_ascii=False, separators=(",", ":")) gives for the documented objects.
+
+_INT_COLUMNS = frozenset({1, 2, 3, 8, 9, 13, 16})  # TINY SHORT LONG LONGLONG INT24 YEAR BIT
+_FLOAT_COLUMNS = frozenset({4, 5})
+_TEXT_COLUMNS = frozenset({15, 253, 254, 247, 249, 250, 251, 252})  # VARCHAR VAR_STRING STRING ENUM BLOBs
+_DATETIME_COLUMNS = frozenset({7, 12, 17, 18})  # TIMESTAMP DATETIME TIMESTAMP2 DATETIME2
+_DATE_COLUMNS = frozenset({10, 14})
+_DECIMAL_COLUMNS = frozenset({246})
+_ROW_FORMATTERS: dict[tuple[int, ...], Callable[[tuple[Any, ...]], str]] = {}
+
+
+def _value_expr(type_code: int, v: str) -> str:
+    if type_code in _INT_COLUMNS:
+        return f"{v} if type({v}) is int else _g({v})"
+    if type_code in _FLOAT_COLUMNS:
+        return f"_fr({v}) if type({v}) is float and {v} - {v} == 0.0 else _g({v})"
+    if type_code in _TEXT_COLUMNS:
+        return f"_js({v}) if type({v}) is str else _g({v})"
+    if type_code in _DECIMAL_COLUMNS:
+        return f"_q + str({v}) + _q if type({v}) is _Dec else _g({v})"
+    if type_code in _DATETIME_COLUMNS:
+        return f"_q + {v}.isoformat() + _q if type({v}) is _DT else _g({v})"
+    if type_code in _DATE_COLUMNS:
+        return f"_q + {v}.isoformat() + _q if type({v}) is _Date else _g({v})"
+    return f"_g({v})"
+
+
+def _row_formatter(types: tuple[int, ...]) -> Callable[[tuple[Any, ...]], str]:
+    """``fmt(row) -> '[v0,v1,...]'`` for rows of tables with these column types (real_type codes)."""
+    cached = _ROW_FORMATTERS.get(types)
+    if cached is not None:
+        return cached
+    names = [f"v{i}" for i in range(len(types))]
+    if names:
+        unpack = f"    {', '.join(names)}{',' if len(names) == 1 else ''} = row"
+        body = ",".join("{" + _value_expr(t, n) + "}" for t, n in zip(types, names, strict=True))
+        src = f"def fmt(row):\n{unpack}\n    return f'[{body}]'"
+    else:
+        src = "def fmt(row):\n    return '[]'"
+    ns: dict[str, Any] = {
+        "_g": _ENCODE,
+        "_js": _jstr,
+        "_fr": _float_repr,
+        "_q": '"',
+        "_Dec": decimal.Decimal,
+        "_DT": datetime.datetime,
+        "_Date": datetime.date,
+    }
+    exec(compile(src, "<mybinlog json row>", "exec"), ns)
+    fmt: Callable[[tuple[Any, ...]], str] = ns["fmt"]
+    if len(_ROW_FORMATTERS) > 4096:
+        _ROW_FORMATTERS.clear()
+    _ROW_FORMATTERS[types] = fmt
+    return fmt
+
+
+_TableJson = tuple[Any, str, str, str, Callable[[tuple[Any, ...]], str]]
+_TABLE_JSON: dict[int, _TableJson] = {}
+
+
+def _table_json(table: Any) -> _TableJson:
+    """(table, '"schema":..,"table":..', columns JSON, column types JSON, row formatter) of a TableMap."""
+    cached = _TABLE_JSON.get(id(table))
+    if cached is not None and cached[0] is table:
+        return cached
+    names = f'"schema":{_jstr(table.schema)},"table":{_jstr(table.name)}'
+    entry = (
+        table,
+        names,
+        _ENCODE(table.column_names),
+        _ENCODE(table.column_type_names),
+        _row_formatter(tuple(c.real_type for c in table.columns)),
+    )
+    if len(_TABLE_JSON) > 4096:
+        _TABLE_JSON.clear()
+    _TABLE_JSON[id(table)] = entry
+    return entry
+
+
+_TYPE_NAMES: dict[int, str] = {}
+
+
+def _head(event: Event) -> str:
+    """The common fields of an event's JSON object, without the closing brace."""
+    type_code = event.type_code
+    type_name = _TYPE_NAMES.get(type_code)
+    if type_name is None:
+        type_name = _TYPE_NAMES[type_code] = event.type_name
+    file = event.file
+    offset = event.offset
+    head = (
+        f'{{"type":{_jstr(type_name)},"type_code":{type_code},"file":{"null" if file is None else _jstr(file)},'
+        f'"offset":{"null" if offset is None else offset},"log_pos":{event.log_pos},'
+        f'"timestamp":{event.timestamp},"server_id":{event.server_id},"size":{event.size},"flags":{event.flags}'
+    )
+    if event.in_payload:
+        head += ',"in_payload":true'
+    return head
+
+
+def _json_rows(event: Any) -> str:
+    _, names, columns, _types, fmt = _table_json(event.table)
+    rows = ",".join(map(fmt, event.rows))
+    return f'{_head(event)},{names},"columns":{columns},"rows":[{rows}]}}'
+
+
+def _json_update_rows(event: Any) -> str:
+    _, names, columns, _types, fmt = _table_json(event.table)
+    rows = ",".join([f'{{"before":{fmt(b)},"after":{fmt(a)}}}' for b, a in event.rows])
+    return f'{_head(event)},{names},"columns":{columns},"rows":[{rows}]}}'
+
+
+def _json_table_map(event: Any) -> str:
+    _, names, columns, types, _fmt = _table_json(event.table)
+    return f'{_head(event)},"table_id":{event.table_id},{names},"columns":{columns},"column_types":{types}}}'
+
+
+def _json_query_text(event: Any) -> str:
+    return f'{_head(event)},"query":{_jstr(event.query)}}}'
+
+
+def _json_xid(event: Any) -> str:
+    return f'{_head(event)},"xid":{event.xid}}}'
+
+
+def _json_generic(event: Event) -> str:
+    fields = event_fields(event)
+    if not fields:
+        return _head(event) + "}"
+    return _head(event) + "," + _ENCODE(fields)[1:]
+
+
+_JSON_BY_CLASS: dict[type, Callable[[Any], str]] = {}
+
+
+def _json_function(cls: type) -> Callable[[Any], str]:
+    if issubclass(cls, UpdateRowsEvent):
+        fn: Callable[[Any], str] = _json_update_rows
+    elif issubclass(cls, RowsEvent):
+        fn = _json_rows
+    elif issubclass(cls, TableMapEvent):
+        fn = _json_table_map
+    elif issubclass(cls, (AnnotateRowsEvent, RowsQueryEvent)):
+        fn = _json_query_text
+    elif issubclass(cls, XidEvent):
+        fn = _json_xid
+    else:
+        fn = _json_generic
+    _JSON_BY_CLASS[cls] = fn
+    return fn
+
+
 def event_fields(event: Event) -> dict[str, Any]:
     """The event-specific fields (beyond the common header ones)."""
     d: dict[str, Any] = {}
@@ -170,21 +355,9 @@ def event_fields(event: Event) -> dict[str, Any]:
 
 
 def event_to_json(event: Event) -> str:
-    d: dict[str, Any] = {
-        "type": event.type_name,
-        "type_code": event.type_code,
-        "file": event.file,
-        "offset": event.offset,
-        "log_pos": event.log_pos,
-        "timestamp": event.timestamp,
-        "server_id": event.server_id,
-        "size": event.size,
-        "flags": event.flags,
-    }
-    if event.in_payload:
-        d["in_payload"] = True
-    d.update(event_fields(event))
-    return json.dumps(d, ensure_ascii=False, separators=(",", ":"))
+    """One JSON Lines record (docs/dump-format.md), built as text (see the fast JSON Lines path above)."""
+    fn = _JSON_BY_CLASS.get(type(event)) or _json_function(type(event))
+    return fn(event)
 
 
 def _text_value(v: Any) -> str:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ._gtid import GtidSet
+from ._protocol._constants import EventType
 from ._protocol._events import (
+    ROWS_EVENT_CLASSES,
     Event,
     GtidEvent,
     MariadbGtidEvent,
@@ -23,9 +25,27 @@ from ._protocol._events import (
     XidEvent,
 )
 
-__all__ = ["BinlogPosition", "PositionTracker"]
+__all__ = ["PASSIVE_TYPES", "BinlogPosition", "PositionTracker"]
 
 _U32 = 1 << 32
+
+PASSIVE_TYPES: frozenset[int] = frozenset(
+    int(code)
+    for code in (
+        EventType.TABLE_MAP_EVENT,
+        EventType.ROWS_QUERY_LOG_EVENT,
+        EventType.ANNOTATE_ROWS_EVENT,
+        EventType.INTVAR_EVENT,
+        EventType.RAND_EVENT,
+        EventType.USER_VAR_EVENT,
+        *ROWS_EVENT_CLASSES,
+        20,  # pre-GA rows events
+        21,
+        22,
+    )
+)
+"""Event types that never start, end or name a transaction: they only move the offset (the fast path of
+:meth:`PositionTracker.update`, and of the stream)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +111,18 @@ class PositionTracker:
 
     def update(self, event: Event) -> bool:
         """Account for one event (in stream order). Returns True when it completed a transaction."""
+        if event.type_code in PASSIVE_TYPES:
+            # the bulk of a binlog (table maps, rows events): they only move the offset
+            if event.in_payload:
+                return False
+            log_pos = event.log_pos
+            if log_pos:
+                expected = self.offset + event.size
+                if expected >= _U32 and log_pos == expected % _U32:
+                    self.offset = expected
+                else:
+                    self.offset = log_pos
+            return False
         if isinstance(event, RotateEvent):
             self.file = event.next_file
             self.offset = event.position

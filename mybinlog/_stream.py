@@ -7,14 +7,15 @@ import logging
 import random
 from collections import deque
 from collections.abc import AsyncIterator
+from itertools import compress, count
+from operator import attrgetter, not_
 from types import TracebackType
 from typing import Literal
 
 from ._dsn import DSN
 from ._exceptions import ConfigurationError, MybinlogError, SourceConnectionError
 from ._gtid import GtidSet, MariaDBGtidSet, MySQLGtidSet, parse_gtid_set
-from ._position import BinlogPosition, PositionTracker
-from ._protocol._constants import LOG_EVENT_ARTIFICIAL_F
+from ._position import PASSIVE_TYPES, BinlogPosition, PositionTracker
 from ._protocol._decoder import EventDecoder
 from ._protocol._events import (
     BinlogCheckpointEvent,
@@ -32,7 +33,8 @@ __all__ = ["BinlogStream"]
 
 logger = logging.getLogger("mybinlog.stream")
 
-_HEARTBEATS = frozenset({27, 41})
+_U32 = 1 << 32
+_type_code = attrgetter("type_code")
 
 # Position bookkeeping, not transaction data: a reconnect re-sends some of these (and, in GTID mode, not the
 # BINLOG_CHECKPOINTs between transactions); they are never counted as already-yielded transaction events.
@@ -111,9 +113,11 @@ class BinlogStream:
         self._yielded_in_txn = 0  # transaction events yielded since the last completed transaction
         self._skip = 0  # after a reconnect: transaction events to drop (already yielded)
         self._replaying = False
-        # decoded events not handed out yet, each with the position that holds once it is handed out
-        # (None: unchanged); the tracker runs ahead by up to one received batch
-        self._pending: deque[tuple[Event, BinlogPosition | None]] = deque()
+        # decoded events not handed out yet; the tracker runs ahead by up to one received batch. ``_marks``
+        # holds (event, position) for the pending events after which the position moves (transaction ends):
+        # the position holds once that event is handed out.
+        self._pending: deque[Event] = deque()
+        self._marks: deque[tuple[Event, BinlogPosition]] = deque()
         self._position: BinlogPosition | None = None
         self._error: MybinlogError | None = None
         self._last_position: BinlogPosition | None = None
@@ -199,8 +203,13 @@ class BinlogStream:
         self.server_id = conn.server_id
         return conn
 
+    def _new_decoder(self, conn: BinlogConnection, file: str) -> EventDecoder:
+        return EventDecoder(
+            checksum=conn.checksum, verify_checksum=self.verify_checksum, file=file or None, network=True
+        )
+
     async def _start_dump(self, conn: BinlogConnection, start: BinlogPosition) -> None:
-        self._decoder = EventDecoder(checksum=conn.checksum, verify_checksum=self.verify_checksum)
+        self._decoder = self._new_decoder(conn, start.file)
         if self._mode == "gtid" and start.gtid_set is not None:
             await conn.start_dump(gtid_set=start.gtid_set, blocking=self.blocking)
         else:
@@ -217,10 +226,17 @@ class BinlogStream:
         return self
 
     async def __anext__(self) -> Event:
-        event = await self.next_event()
-        if event is None:
+        pending = self._pending
+        if pending:  # fast path: an event decoded from the last batch
+            event = pending.popleft()
+            marks = self._marks
+            if marks and marks[0][0] is event:
+                self._position = marks.popleft()[1]
+            return event
+        next_event = await self.next_event()
+        if next_event is None:
             raise StopAsyncIteration
-        return event
+        return next_event
 
     async def next_event(self) -> Event | None:
         """The next event, or None at the end of a non-blocking stream."""
@@ -249,59 +265,103 @@ class BinlogStream:
             except MybinlogError as exc:
                 # deliver the events before the bad one first, then the error
                 self._error = exc
-        event, position = pending.popleft()
-        if position is not None:
-            self._position = position
+        event = pending.popleft()
+        marks = self._marks
+        if marks and marks[0][0] is event:
+            self._position = marks.popleft()[1]
         return event
 
     def _process(self, batch: list[bytes]) -> None:
-        decode = self._decoder.decode  # type: ignore[union-attr]
+        """Decode a batch of raw events into ``_pending``, tracking positions.
+
+        The decoder follows ROTATE events itself (``network=True``), so the whole batch is decoded first; if it
+        raises, the events before the bad one are still tracked and queued, then the error propagates.
+        """
+        decoder = self._decoder
+        tracker = self._tracker
+        assert decoder is not None
+        assert tracker is not None
+        events: list[Event] = []
+        try:
+            decoder.decode_batch(batch, events)
+        finally:
+            if self._replaying or self._skip:
+                for event in events:
+                    self._process_event(event)
+            else:
+                self._track(events, tracker, sum(map(len, batch)))
+
+    def _track(self, events: list[Event], tracker: PositionTracker, nbytes: int) -> None:
+        """Queue ``events`` and track positions (``nbytes``: their total size).
+
+        Table maps and rows events (PASSIVE_TYPES) only move the tracker's offset to their log_pos, so they are
+        queued in runs: the non-passive events are found at C speed, and only they go through
+        PositionTracker.update one by one. When the file may grow past 4 GiB within this batch (log_pos wraps)
+        every event goes through PositionTracker.update.
+        """
+        if tracker.offset + nbytes >= _U32:
+            for event in events:
+                self._process_event(event)
+            return
+        extend = self._pending.extend
+        codes = map(_type_code, events)
+        special = list(compress(count(), map(not_, map(PASSIVE_TYPES.__contains__, codes))))
+        special.append(len(events))
+        start = 0
+        for i in special:
+            if i > start:
+                run = events[start:i]
+                for event in reversed(run):
+                    if event.log_pos:  # artificial events carry no position
+                        tracker.offset = event.log_pos
+                        break
+                self._yielded_in_txn += i - start
+                extend(run)
+            if i < len(events):
+                self._process_event(events[i])
+            start = i + 1
+
+    def _process_event(self, event: Event) -> None:
         tracker = self._tracker
         assert tracker is not None
         pending = self._pending
-        for raw in batch:
-            event = decode(raw, None)
-            log_pos = event.log_pos
-            if (
-                log_pos >= event.size
-                and not event.flags & LOG_EVENT_ARTIFICIAL_F
-                and event.type_code not in _HEARTBEATS
-            ):
-                event.offset = log_pos - event.size
-            event.file = tracker.file or None
-            completed = tracker.update(event)
-            if isinstance(event, RotateEvent) and event.flags & LOG_EVENT_ARTIFICIAL_F:
-                # the server's fake ROTATE at the start of a dump names the file the stream is in;
-                # a real ROTATE belongs to the file it ends
-                event.file = tracker.file
-            position: BinlogPosition | None = tracker.position
-            if position is self._last_position:
-                position = None
-            else:
-                self._last_position = position
-            if self._replaying or self._skip or isinstance(event, TransactionPayloadEvent):
-                out = [event]
-                if isinstance(event, TransactionPayloadEvent):
-                    for inner in event.events:
-                        inner.file = event.file
-                    out.extend(event.events)
-                kept = self._filter_replayed(out, completed)
-                if kept:
-                    pending.extend((e, None) for e in kept[:-1])
-                    pending.append((kept[-1], position))
-                elif position is not None:
-                    # nothing to hand out: the position holds once what is queued has been handed out
-                    if pending:
-                        pending[-1] = (pending[-1][0], position)
-                    else:
-                        self._position = position
-                continue
-            # fast path: nothing to skip
-            if completed:
-                self._yielded_in_txn = 0
-            elif not isinstance(event, _CONTROL):
-                self._yielded_in_txn += 1
-            pending.append((event, position))
+        completed = tracker.update(event)
+        position: BinlogPosition | None = tracker.position
+        if position is self._last_position:
+            position = None
+        else:
+            self._last_position = position
+        if self._replaying or self._skip or isinstance(event, TransactionPayloadEvent):
+            out = [event]
+            if isinstance(event, TransactionPayloadEvent):
+                out.extend(event.events)
+            kept = self._filter_replayed(out, completed)
+            if kept:
+                pending.extend(kept)
+                if position is not None:
+                    self._marks.append((kept[-1], position))
+            elif position is not None:
+                # nothing to hand out: the position holds once what is queued has been handed out
+                if pending:
+                    self._mark_last(position)
+                else:
+                    self._position = position
+            return
+        if completed:
+            self._yielded_in_txn = 0
+        elif not isinstance(event, _CONTROL):
+            self._yielded_in_txn += 1
+        pending.append(event)
+        if position is not None:
+            self._marks.append((event, position))
+
+    def _mark_last(self, position: BinlogPosition) -> None:
+        last = self._pending[-1]
+        marks = self._marks
+        if marks and marks[-1][0] is last:
+            marks[-1] = (last, position)
+        else:
+            marks.append((last, position))
 
     def _filter_replayed(self, events: list[Event], completed: bool) -> list[Event]:
         """Drop what a reconnect re-sends and the caller has already seen."""
@@ -364,7 +424,7 @@ class BinlogStream:
                 self._tracker = PositionTracker(resume)
                 mode_gtid = self._mode == "gtid" or (not resume.file and resume.gtid_set is not None)
                 if mode_gtid and resume.gtid_set is not None:
-                    self._decoder = EventDecoder(checksum=conn.checksum, verify_checksum=self.verify_checksum)
+                    self._decoder = self._new_decoder(conn, resume.file)
                     await conn.start_dump(gtid_set=resume.gtid_set, blocking=self.blocking)
                 else:
                     await self._start_dump(conn, resume)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 import struct
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from itertools import repeat
 from typing import Any
 
 from .._exceptions import ChecksumError, DecodeError, TruncatedError, UnknownEventError
@@ -20,6 +21,7 @@ from ._constants import (
     BINLOG_CHECKSUM_ALG_CRC32,
     CHECKSUM_LEN,
     HEADER_LEN,
+    LOG_EVENT_ARTIFICIAL_F,
     LOG_EVENT_BINLOG_IN_USE_F,
     LOG_EVENT_IGNORABLE_F,
     EventType,
@@ -30,6 +32,7 @@ from ._events import (
     ROWS_EVENT_CLASSES,
     AnnotateRowsEvent,
     BinlogCheckpointEvent,
+    DeleteRowsEvent,
     Event,
     FormatDescriptionEvent,
     GtidEvent,
@@ -43,16 +46,20 @@ from ._events import (
     QueryEvent,
     RandEvent,
     RotateEvent,
+    RowsEvent,
     RowsQueryEvent,
     StopEvent,
     TableMapEvent,
     TransactionPayloadEvent,
+    UpdateRowsEvent,
     UserVarEvent,
+    WriteRowsEvent,
     XaPrepareEvent,
     XidEvent,
+    fast_constructor,
 )
 from ._reader import read_packed_int
-from ._table import TableMap, parse_table_map_body
+from ._table import TableMap, parse_table_map_body, table_names_or_none
 
 __all__ = ["EventDecoder", "parse_header"]
 
@@ -61,6 +68,61 @@ _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 _Q_POST = struct.Struct("<IIBHH")
+_TID6_FLAGS = struct.Struct("<IHH")  # rows event: 6-byte table id (low 4, high 2), flags
+_TID4_FLAGS = struct.Struct("<IH")  # rows event of a 5.1.x server: 4-byte table id, flags
+_crc32 = zlib.crc32
+_unpack_header = _HEADER.unpack_from
+_from_bytes = int.from_bytes
+_CRC32_RESIDUE = 0x2144DF1C  # zlib.crc32(message + crc32(message) as 4 little-endian bytes), for any message
+
+# the common header as the handlers receive it: timestamp, type_code, server_id, size, log_pos, flags,
+# offset, file (the positional prefix of every fast constructor)
+_Header = tuple[int, int, int, int, int, int, "int | None", "str | None"]
+
+_FDE = int(EventType.FORMAT_DESCRIPTION_EVENT)
+_ROTATE = int(EventType.ROTATE_EVENT)
+_QUERY = int(EventType.QUERY_EVENT)
+_QUERY_COMPRESSED = int(EventType.QUERY_COMPRESSED_EVENT)
+_XID = int(EventType.XID_EVENT)
+_TABLE_MAP = int(EventType.TABLE_MAP_EVENT)
+_ANNOTATE_ROWS = int(EventType.ANNOTATE_ROWS_EVENT)
+_HEARTBEAT = int(EventType.HEARTBEAT_LOG_EVENT)
+_HEARTBEAT_V2 = int(EventType.HEARTBEAT_LOG_EVENT_V2)
+_V2_ROWS = frozenset({30, 31, 32, 39})
+_UPDATE_ROWS = frozenset(int(c) for c, cls in ROWS_EVENT_CLASSES.items() if cls.kind == "update") | {21}
+_COMPRESSED_ROWS_MIN = int(EventType.WRITE_ROWS_COMPRESSED_EVENT_V1)
+
+_new_fde = fast_constructor(FormatDescriptionEvent)
+_new_rotate = fast_constructor(RotateEvent)
+_new_stop = fast_constructor(StopEvent)
+_new_other = fast_constructor(OtherEvent)
+_new_query = fast_constructor(QueryEvent)
+_new_xid = fast_constructor(XidEvent)
+_new_table_map = fast_constructor(TableMapEvent)
+_new_gtid = fast_constructor(GtidEvent)
+_new_mariadb_gtid = fast_constructor(MariadbGtidEvent)
+_new_gtid_list = fast_constructor(MariadbGtidListEvent)
+_new_previous_gtids = fast_constructor(PreviousGtidsEvent)
+_new_rows_query = fast_constructor(RowsQueryEvent)
+_new_annotate = fast_constructor(AnnotateRowsEvent)
+_new_heartbeat = fast_constructor(HeartbeatEvent)
+_new_payload = fast_constructor(TransactionPayloadEvent)
+_new_xa_prepare = fast_constructor(XaPrepareEvent)
+_new_intvar = fast_constructor(IntvarEvent)
+_new_rand = fast_constructor(RandEvent)
+_new_user_var = fast_constructor(UserVarEvent)
+_new_incident = fast_constructor(IncidentEvent)
+_new_checkpoint = fast_constructor(BinlogCheckpointEvent)
+_ROWS_NEW: dict[int, Callable[..., RowsEvent]] = {
+    int(code): fast_constructor(cls) for code, cls in ROWS_EVENT_CLASSES.items()
+}
+# plain v1/v2 WRITE/UPDATE/DELETE rows events: decoded inline by EventDecoder.decode
+_FAST_ROWS: dict[int, Callable[..., RowsEvent]] = {code: _ROWS_NEW[code] for code in (23, 24, 25, 30, 31, 32)}
+_PRE_GA_NEW: dict[int, Callable[..., RowsEvent]] = {
+    20: fast_constructor(WriteRowsEvent),
+    21: fast_constructor(UpdateRowsEvent),
+    22: fast_constructor(DeleteRowsEvent),
+}
 
 # Types that carry nothing we model but are legitimate in old or special binlogs.
 _RAW_TYPES = frozenset(
@@ -106,26 +168,46 @@ class EventDecoder:
     ``checksum`` says whether events before the first FORMAT_DESCRIPTION carry a CRC32 (the network source knows
     this from its negotiation; files always start with a FORMAT_DESCRIPTION, which settles it).
     ``verify_checksum`` checks every CRC32 (zlib's C implementation: cheap next to decoding).
+    ``network=True`` is for events of a server's binlog dump: an event decoded without an explicit ``offset``
+    gets ``log_pos - size`` (unless it is artificial or a heartbeat, whose log_pos is not its end), and
+    ``file`` follows the ROTATE events (a ROTATE belongs to the file it ends, the server's artificial ROTATE at
+    the start of a dump to the file it names; the events after either belong to the named file).
+
+    Speed: :meth:`decode_batch` decodes many events in one loop. It unpacks each header once, verifies the
+    CRC32 in one pass (a message followed by its CRC32 always has the same CRC32, so nothing is sliced), builds
+    events with positional constructors, and handles the bulk of every binlog inline: a TABLE_MAP whose bytes
+    were seen before costs one dict lookup, a plain rows event a few slices (its rows are decoded only when
+    ``RowsEvent.rows`` is read). Everything else goes through one handler per event type.
     """
 
-    def __init__(self, *, checksum: bool = False, verify_checksum: bool = True, file: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        checksum: bool = False,
+        verify_checksum: bool = True,
+        file: str | None = None,
+        network: bool = False,
+    ) -> None:
         self.format: FormatDescriptionEvent | None = None
         self.file = file
         self.verify_checksum = verify_checksum
+        self.network = network
         self._crc = checksum
         self._table_id_len = 6
         self._post_header: bytes = b""
         self._table_maps: dict[int, TableMap] = {}
         self._table_cache: dict[bytes, TableMap] = {}
+        # TABLE_MAP bytes after the header (table id included) -> (table id, table): the common case, a table
+        # map seen before, costs one lookup. Cleared at every FORMAT_DESCRIPTION (table id width may change).
+        self._table_map_hits: dict[bytes, tuple[int, TableMap]] = {}
         self._mariadb = False  # flavor of the current FORMAT_DESCRIPTION: changes how table maps are read
-        self._dispatch: dict[int, Callable[[dict[str, Any], bytes, int], Event]] = {
-            EventType.FORMAT_DESCRIPTION_EVENT: self._fde,
-            EventType.ROTATE_EVENT: self._rotate,
-            EventType.QUERY_EVENT: self._query,
-            EventType.QUERY_COMPRESSED_EVENT: self._query,
-            EventType.XID_EVENT: self._xid,
+        self._dispatch: dict[int, Callable[[bytes, int, _Header], Event]] = {
+            _ROTATE: self._rotate,
+            _QUERY: self._query,
+            _QUERY_COMPRESSED: self._query,
+            _XID: self._xid,
             EventType.STOP_EVENT: self._stop,
-            EventType.TABLE_MAP_EVENT: self._table_map,
+            _TABLE_MAP: self._table_map,
             EventType.GTID_LOG_EVENT: self._gtid,
             EventType.ANONYMOUS_GTID_LOG_EVENT: self._gtid,
             EventType.GTID_TAGGED_LOG_EVENT: self._gtid_tagged,
@@ -152,6 +234,7 @@ class EventDecoder:
             self._dispatch[code] = self._rows
         for code in _RAW_TYPES:
             self._dispatch[code] = self._raw
+        self._dispatch = {int(k): v for k, v in self._dispatch.items()}  # plain int keys: faster lookups
 
     # ------------------------------------------------------------------------------------------------
     @property
@@ -168,11 +251,118 @@ class EventDecoder:
         Raises :class:`DecodeError` subclasses naming the event type and ``offset`` on malformed input, and
         :class:`UnknownEventError` for an unknown type without LOG_EVENT_IGNORABLE_F.
         """
+        out: list[Event] = []
+        self.decode_batch((data,), out, (offset,))
+        return out[0]
+
+    def decode_batch(
+        self, raws: Iterable[bytes], out: list[Event], offsets: Iterable[int | None] | None = None
+    ) -> None:
+        """Decode complete events in order, appending them to ``out`` (``offsets``: each event's offset).
+
+        Same results and errors as calling :meth:`decode` for each; on an error, ``out`` holds the events
+        before the bad one.
+        """
+        append = out.append
+        hits_get = self._table_map_hits.get
+        table_maps = self._table_maps
+        tid_unpack = _TID6_FLAGS.unpack_from
+        fast_rows = _FAST_ROWS
+        new_table_map = _new_table_map
+        new_annotate = _new_annotate
+        crc32 = _crc32
+        unpack_header = _unpack_header
+        file, trailer, verify, network, tid6 = self._fast_state()
+        # literals in the loop: 19 = HEADER_LEN, 0x2144DF1C = _CRC32_RESIDUE, 0x20 = LOG_EVENT_ARTIFICIAL_F,
+        # 19 = TABLE_MAP, 160 = ANNOTATE_ROWS, 24/31 = UPDATE_ROWS v1/v2
+        for data, offset in zip(raws, offsets if offsets is not None else repeat(None), strict=False):
+            # Fast paths for the bulk of every binlog: a TABLE_MAP seen before, and plain rows events. Anything
+            # unusual (including every error) goes to _decode_one, which decodes or rejects every case.
+            n = len(data)
+            if n >= 19 and type(data) is bytes:
+                timestamp, type_code, server_id, size, log_pos, flags = unpack_header(data)
+                end = size - trailer
+                if size == n and end >= 19 and not (verify and crc32(data) != 0x2144DF1C):
+                    if offset is None and network and log_pos >= size and not flags & 0x20:
+                        offset = log_pos - size
+                    if type_code == 19:
+                        hit = hits_get(data[19:end])
+                        if hit is not None:
+                            table_id, table = hit
+                            table_maps[table_id] = table
+                            append(
+                                new_table_map(
+                                    timestamp, type_code, server_id, size, log_pos, flags, offset, file, table_id,
+                                    table,
+                                )
+                            )  # fmt: skip
+                            continue
+                    elif type_code == 160:  # ANNOTATE_ROWS (MariaDB files: one before every rows event)
+                        append(
+                            new_annotate(
+                                timestamp, type_code, server_id, size, log_pos, flags, offset, file,
+                                data[19:end].decode("utf-8", "replace"),
+                            )
+                        )  # fmt: skip
+                        continue
+                    elif type_code in fast_rows and tid6:
+                        low, high, rows_flags = tid_unpack(data, 19)
+                        table_id = low | high << 32
+                        maybe_table = table_maps.get(table_id)
+                        pos = 27
+                        if type_code >= 30:  # v2: extra data, usually only its own 2-byte length
+                            pos = 29 if data[27] == 2 and not data[28] else 0
+                        if maybe_table is not None and pos and pos + 2 < end:
+                            table = maybe_table
+                            ncols = data[pos]
+                            if ncols == table.column_count and ncols < 0xFB:
+                                pos += 1
+                                if 0 < ncols <= 8:  # one bitmap byte
+                                    present = data[pos]
+                                    pos += 1
+                                    if type_code == 24 or type_code == 31:
+                                        present_after = data[pos]
+                                        pos += 1
+                                    else:
+                                        present_after = present
+                                else:
+                                    nb = (ncols + 7) >> 3
+                                    present = _from_bytes(data[pos : pos + nb], "little")
+                                    pos += nb
+                                    if type_code == 24 or type_code == 31:
+                                        present_after = _from_bytes(data[pos : pos + nb], "little")
+                                        pos += nb
+                                    else:
+                                        present_after = present
+                                if pos <= end:
+                                    append(
+                                        fast_rows[type_code](
+                                            timestamp, type_code, server_id, size, log_pos, flags, offset, file,
+                                            table_id, rows_flags, table, data, pos, end, present, present_after,
+                                            b"",
+                                        )
+                                    )  # fmt: skip
+                                    continue
+            append(self._decode_one(data, offset))
+            file, trailer, verify, network, tid6 = self._fast_state()  # an FDE or a ROTATE may change them
+
+    def _fast_state(self) -> tuple[str | None, int, bool, bool, bool]:
+        """What decode_batch's fast paths depend on: file, checksum bytes, verify, network, 6-byte table ids."""
+        return (
+            self.file,
+            CHECKSUM_LEN if self._crc else 0,
+            self._crc and self.verify_checksum,
+            self.network,
+            self._table_id_len == 6,
+        )
+
+    def _decode_one(self, data: bytes, offset: int | None) -> Event:
+        """Decode one event through its type's handler (every case, every error)."""
         if len(data) < HEADER_LEN:
             raise TruncatedError(
                 f"event needs at least {HEADER_LEN} header bytes, got {len(data)}", file=self.file, offset=offset
             )
-        timestamp, type_code, server_id, size, log_pos, flags = _HEADER.unpack_from(data)
+        timestamp, type_code, server_id, size, log_pos, flags = _unpack_header(data)
         if size != len(data):
             cls = TruncatedError if size > len(data) else DecodeError
             raise cls(
@@ -181,41 +371,36 @@ class EventDecoder:
                 offset=offset,
                 type_code=type_code,
             )
-        header = {
-            "timestamp": timestamp,
-            "type_code": type_code,
-            "server_id": server_id,
-            "size": size,
-            "log_pos": log_pos,
-            "flags": flags,
-            "offset": offset,
-            "file": self.file,
-        }
-        handler = self._dispatch.get(type_code)
+        if (
+            offset is None
+            and self.network
+            and log_pos >= size
+            and not flags & LOG_EVENT_ARTIFICIAL_F
+            and type_code != _HEARTBEAT
+            and type_code != _HEARTBEAT_V2
+        ):
+            offset = log_pos - size
         try:
-            if type_code == EventType.FORMAT_DESCRIPTION_EVENT:
-                return self._fde(header, data, 0)
+            header = (timestamp, type_code, server_id, size, log_pos, flags, offset, self.file)
+            if type_code == _FDE:
+                return self._fde(data, size, header)
             end = size
             if self._crc:
                 end -= CHECKSUM_LEN
                 if end < HEADER_LEN:
                     raise TruncatedError(f"{event_type_name(type_code)} is too short to hold its checksum")
-                if self.verify_checksum:
-                    expected = _U32.unpack_from(data, end)[0]
-                    actual = zlib.crc32(memoryview(data)[:end])
-                    if actual != expected:
-                        raise ChecksumError(
-                            f"CRC32 mismatch in {event_type_name(type_code)}: stored 0x{expected:08x}, "
-                            f"computed 0x{actual:08x}; the binlog is corrupt (or was altered after writing)"
-                        )
+                # the CRC32 of an event including its stored (correct) CRC32 is always the residue constant
+                if self.verify_checksum and _crc32(data) != _CRC32_RESIDUE:
+                    raise self._checksum_error(data, end, type_code)
+            handler = self._dispatch.get(type_code)
             if handler is None:
                 if flags & LOG_EVENT_IGNORABLE_F:
-                    return OtherEvent(**header, body=data[HEADER_LEN:end])
+                    return _new_other(*header, data[HEADER_LEN:end])
                 raise UnknownEventError(
                     f"unknown binlog event type {type_code} (not flagged ignorable); this server writes events "
                     "mybinlog does not know: upgrade mybinlog or report the server version"
                 )
-            return handler(header, data, end)
+            return handler(data, end, header)
         except DecodeError as exc:
             if exc.type_code is None:
                 exc.type_code = type_code
@@ -228,6 +413,15 @@ class EventDecoder:
                 type_code=type_code,
             ) from exc
 
+    @staticmethod
+    def _checksum_error(data: bytes, end: int, type_code: int) -> DecodeError:
+        expected = _U32.unpack_from(data, end)[0]
+        actual = zlib.crc32(memoryview(data)[:end])
+        return ChecksumError(
+            f"CRC32 mismatch in {event_type_name(type_code)}: stored 0x{expected:08x}, "
+            f"computed 0x{actual:08x}; the binlog is corrupt (or was altered after writing)"
+        )
+
     # ------------------------------------------------------------------------------------------------
     def _post_header_len(self, type_code: int, default: int) -> int:
         ph = self._post_header
@@ -235,8 +429,7 @@ class EventDecoder:
             return ph[type_code - 1]
         return default
 
-    def _fde(self, h: dict[str, Any], data: bytes, _end: int) -> Event:
-        size = h["size"]
+    def _fde(self, data: bytes, size: int, h: _Header) -> Event:
         if size < HEADER_LEN + 2 + 50 + 4 + 1:
             raise TruncatedError("FORMAT_DESCRIPTION event is too short")
         binlog_version = _U16.unpack_from(data, 19)[0]
@@ -257,7 +450,7 @@ class EventDecoder:
                 stored = _U32.unpack_from(data, size - 4)[0]
                 view = bytearray(data[: size - 4])
                 actual = zlib.crc32(view)
-                if actual != stored and h["flags"] & LOG_EVENT_BINLOG_IN_USE_F:
+                if actual != stored and h[5] & LOG_EVENT_BINLOG_IN_USE_F:
                     view[17] &= ~LOG_EVENT_BINLOG_IN_USE_F & 0xFF
                     actual = zlib.crc32(view)
                 if actual != stored:
@@ -270,36 +463,42 @@ class EventDecoder:
         self._crc = checksum_alg == BINLOG_CHECKSUM_ALG_CRC32
         tm_len = self._post_header_len(EventType.TABLE_MAP_EVENT, 8)
         self._table_id_len = 4 if tm_len == 6 else 6
+        self._table_map_hits.clear()
         mariadb = "mariadb" in server_version.lower()
         if mariadb != self._mariadb:
             self._mariadb = mariadb
             self._table_cache.clear()  # cached table maps were parsed with the other flavor's rules
-        event = FormatDescriptionEvent(
-            **h,
-            binlog_version=binlog_version,
-            server_version=server_version,
-            create_timestamp=create_timestamp,
-            header_length=header_length,
-            post_header_lengths=post_header,
-            checksum_alg=checksum_alg,
+        event = _new_fde(
+            *h,
+            binlog_version,
+            server_version,
+            create_timestamp,
+            header_length,
+            post_header,
+            checksum_alg,
         )
         self.format = event
         return event
 
-    def _rotate(self, h: dict[str, Any], data: bytes, end: int) -> Event:
+    def _rotate(self, data: bytes, end: int, h: _Header) -> Event:
         ph = self._post_header_len(EventType.ROTATE_EVENT, 8) if self._post_header else 8
         position = _U64.unpack_from(data, 19)[0] if ph >= 8 else 4
         name = data[19 + ph : end].decode("utf-8", "replace")
-        return RotateEvent(**h, position=position, next_file=name)
+        event = _new_rotate(*h, position, name)
+        if self.network:
+            if h[5] & LOG_EVENT_ARTIFICIAL_F:
+                event.file = name  # the server's ROTATE at the start of a dump names the file it is in
+            self.file = name or None
+        return event
 
-    def _stop(self, h: dict[str, Any], data: bytes, end: int) -> Event:
-        return StopEvent(**h)
+    def _stop(self, data: bytes, end: int, h: _Header) -> Event:
+        return _new_stop(*h)
 
-    def _raw(self, h: dict[str, Any], data: bytes, end: int) -> Event:
-        return OtherEvent(**h, body=data[HEADER_LEN:end])
+    def _raw(self, data: bytes, end: int, h: _Header) -> Event:
+        return _new_other(*h, data[HEADER_LEN:end])
 
-    def _query(self, h: dict[str, Any], data: bytes, end: int) -> Event:
-        type_code = h["type_code"]
+    def _query(self, data: bytes, end: int, h: _Header) -> Event:
+        type_code = h[1]
         ph = self._post_header_len(type_code, 13)
         if type_code == EventType.QUERY_COMPRESSED_EVENT:
             ph = self._post_header_len(EventType.QUERY_EVENT, 13)
@@ -310,8 +509,7 @@ class EventDecoder:
         pos = status_end
         schema = data[pos : pos + schema_len].decode("utf-8", "replace")
         pos += schema_len + 1
-        if type_code == EventType.EXECUTE_LOAD_QUERY_EVENT:
-            pass  # its extra post-header (file id, positions) is covered by ph
+        # EXECUTE_LOAD_QUERY_EVENT: its extra post-header (file id, positions) is covered by ph
         raw = bytes(data[pos:end])
         compressed = type_code == EventType.QUERY_COMPRESSED_EVENT
         if compressed:
@@ -323,52 +521,57 @@ class EventDecoder:
             query = raw.decode("utf-8", "replace")
         if pos > end:
             raise TruncatedError("QUERY event ends inside its schema name")
-        return QueryEvent(
-            **h,
-            thread_id=thread_id,
-            exec_time=exec_time,
-            error_code=error_code,
-            schema=schema,
-            query=query,
-            charset_client=charset_client,
-            sql_mode=sql_mode,
-            compressed=compressed,
-        )
+        return _new_query(*h, thread_id, exec_time, error_code, schema, query, charset_client, sql_mode, compressed)
 
-    def _xid(self, h: dict[str, Any], data: bytes, end: int) -> Event:
+    def _xid(self, data: bytes, end: int, h: _Header) -> Event:
         if end - HEADER_LEN != 8:
             raise DecodeError(f"XID event body must be 8 bytes, got {end - HEADER_LEN}")
-        return XidEvent(**h, xid=_U64.unpack_from(data, 19)[0])
+        return _new_xid(*h, _U64.unpack_from(data, 19)[0])
 
-    def _table_map(self, h: dict[str, Any], data: bytes, end: int) -> Event:
-        tl = self._table_id_len
-        table_id = int.from_bytes(data[19 : 19 + tl], "little")
-        key = bytes(data[19 + tl : end])
-        table = self._table_cache.get(key)
-        if table is None:
-            table, _ = parse_table_map_body(key, 0, mariadb=self._mariadb)
-            if len(self._table_cache) > 10_000:
-                self._table_cache.clear()
-            self._table_cache[key] = table
+    def _table_map(self, data: bytes, end: int, h: _Header) -> Event:
+        key = data[19:end]
+        hit = self._table_map_hits.get(key)
+        if hit is None:
+            tl = self._table_id_len
+            table_id = int.from_bytes(key[:tl], "little")
+            body = key[tl:]
+            table = self._table_cache.get(body)
+            if table is None:
+                table = self._parse_table_map(body, h)
+                if len(self._table_cache) > 10_000:
+                    self._table_cache.clear()
+                self._table_cache[body] = table
+            hit = (table_id, table)
+            if len(self._table_map_hits) > 10_000:
+                self._table_map_hits.clear()
+            self._table_map_hits[key] = hit
+        table_id, table = hit
         self._table_maps[table_id] = table
-        return TableMapEvent(**h, table_id=table_id, table=table)
+        return _new_table_map(*h, table_id, table)
 
-    def _rows(self, h: dict[str, Any], data: bytes, end: int) -> Event:
-        type_code = h["type_code"]
-        cls = ROWS_EVENT_CLASSES.get(type_code)
-        if cls is None:  # pre-GA (5.1) rows events
-            from ._events import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+    def _parse_table_map(self, body: bytes, h: _Header) -> TableMap:
+        try:
+            return parse_table_map_body(body, 0, mariadb=self._mariadb)[0]
+        except (IndexError, struct.error, ValueError, UnicodeDecodeError, OverflowError) as exc:
+            names = table_names_or_none(body)
+            raise DecodeError(
+                f"malformed {event_type_name(h[1])} ({h[3]} bytes): {exc}",
+                schema=names[0] if names else None,
+                table=names[1] if names else None,
+            ) from exc
 
-            cls = {20: WriteRowsEvent, 21: UpdateRowsEvent, 22: DeleteRowsEvent}[type_code]
-        v2 = type_code in (30, 31, 32, 39)
-        tl = self._table_id_len
-        pos = 19
-        table_id = int.from_bytes(data[pos : pos + tl], "little")
-        pos += tl
-        rows_flags = _U16.unpack_from(data, pos)[0]
-        pos += 2
+    def _rows(self, data: bytes, end: int, h: _Header) -> Event:
+        type_code = h[1]
+        new = _ROWS_NEW.get(type_code)
+        if self._table_id_len == 6:
+            low, high, rows_flags = _TID6_FLAGS.unpack_from(data, 19)
+            table_id = low | high << 32
+            pos = 27
+        else:
+            table_id, rows_flags = _TID4_FLAGS.unpack_from(data, 19)
+            pos = 25
         extra_data = b""
-        if v2:
+        if type_code in _V2_ROWS:
             extra = _U16.unpack_from(data, pos)[0]
             if extra < 2:
                 raise DecodeError(f"rows event extra-data length {extra} is invalid")
@@ -376,24 +579,50 @@ class EventDecoder:
                 extra_data = bytes(data[pos + 2 : pos + extra])
             pos += extra
         table = self._table_maps.get(table_id)
-        if table is None and type_code in (20, 21, 22):
-            # MySQL 5.1/5.2 pre-GA prototype rows events may come without TABLE_MAP: kept raw, not decodable
-            return OtherEvent(**h, body=data[HEADER_LEN:end])
         if table is None:
+            if type_code in (20, 21, 22):
+                # MySQL 5.1/5.2 pre-GA prototype rows events may come without TABLE_MAP: kept raw, not decodable
+                return _new_other(*h, data[HEADER_LEN:end])
             raise DecodeError(
                 f"{event_type_name(type_code)} refers to table_id {table_id} with no preceding TABLE_MAP; "
                 "start reading at a transaction boundary (a GTID/BEGIN event), not in the middle of one"
             )
+        if new is None:  # pre-GA (5.1) rows events
+            new = _PRE_GA_NEW[type_code]
+        try:
+            body, pos, end, present, present_after = self._rows_layout(data, pos, end, type_code, table)
+        except DecodeError as exc:
+            raise exc.for_table(table.schema, table.name) from None
+        except (IndexError, struct.error, ValueError, zlib.error, OverflowError) as exc:
+            raise DecodeError(
+                f"malformed {event_type_name(type_code)} ({h[3]} bytes): {exc}",
+                schema=table.schema,
+                table=table.name,
+            ) from exc
+        return new(*h, table_id, rows_flags, table, body, pos, end, present, present_after, extra_data)
+
+    @staticmethod
+    def _rows_layout(
+        data: bytes, pos: int, end: int, type_code: int, table: TableMap
+    ) -> tuple[bytes, int, int, int, int]:
+        """Column count and bitmaps of a rows event: (body, rows_start, rows_end, present, present_after)."""
         body: bytes = data
-        ncols, pos = read_packed_int(body, pos)
-        nb = (ncols + 7) // 8
-        present = int.from_bytes(body[pos : pos + nb], "little")
+        if pos < len(body) and body[pos] < 0xFB:
+            ncols = body[pos]
+            pos += 1
+        else:
+            ncols, pos = read_packed_int(body, pos)
+        nb = (ncols + 7) >> 3
+        if nb == 1 and pos < len(body):
+            present = body[pos]
+        else:
+            present = int.from_bytes(body[pos : pos + nb], "little")
         pos += nb
         present_after = present
-        if cls.kind == "update":
+        if type_code in _UPDATE_ROWS:
             present_after = int.from_bytes(body[pos : pos + nb], "little")
             pos += nb
-        if type_code >= EventType.WRITE_ROWS_COMPRESSED_EVENT_V1:
+        if type_code >= _COMPRESSED_ROWS_MIN:
             # MariaDB log_bin_compress: column count and bitmaps stay plain, the row images are compressed
             body = bytes(data[:pos]) + _mariadb_uncompress(bytes(data[pos:end]))
             end = len(body)
@@ -401,28 +630,19 @@ class EventDecoder:
             raise TruncatedError("rows event ends inside its column bitmaps")
         if ncols != table.column_count:
             raise DecodeError(
-                f"{event_type_name(type_code)} for `{table.schema}`.`{table.name}` has {ncols} columns but its "
-                f"TABLE_MAP has {table.column_count}"
+                f"{event_type_name(type_code)} for `{table.schema}`.`{table.name}` has {ncols} columns but "
+                f"its TABLE_MAP has {table.column_count}"
             )
-        return cls(
-            **h,
-            table_id=table_id,
-            rows_flags=rows_flags,
-            table=table,
-            body=body if isinstance(body, bytes) else bytes(body),
-            rows_start=pos,
-            rows_end=end,
-            present=present,
-            present_after=present_after,
-            extra_data=extra_data,
-        )
+        if type(body) is not bytes:
+            body = bytes(body)
+        return body, pos, end, present, present_after
 
-    def _gtid(self, h: dict[str, Any], data: bytes, end: int) -> Event:
+    def _gtid(self, data: bytes, end: int, h: _Header) -> Event:
         flags = data[19]
         sid = data[20:36]
         gno = _U64.unpack_from(data, 36)[0]
         pos = 44
-        anonymous = h["type_code"] == EventType.ANONYMOUS_GTID_LOG_EVENT
+        anonymous = h[1] == EventType.ANONYMOUS_GTID_LOG_EVENT
         gtid = None if anonymous else MySQLGtid(sid=_uuid_text(sid), gno=gno)
         fields: dict[str, Any] = {}
         if pos < end and data[pos] == 2:  # logical timestamps
@@ -452,28 +672,28 @@ class EventDecoder:
                 fields["immediate_server_version"] = sv
                 if pos + 8 <= end:
                     fields["commit_group_ticket"] = _U64.unpack_from(data, pos)[0]
-        return GtidEvent(**h, gtid=gtid, commit_flag=bool(flags & 1), **fields)
+        return _new_gtid(*h, gtid, bool(flags & 1), **fields)
 
-    def _gtid_tagged(self, h: dict[str, Any], data: bytes, end: int) -> Event:
+    def _gtid_tagged(self, data: bytes, end: int, h: _Header) -> Event:
         return _decode_tagged_gtid(h, data, HEADER_LEN, end)
 
-    def _previous_gtids(self, h: dict[str, Any], data: bytes, end: int) -> Event:
-        return PreviousGtidsEvent(**h, gtid_set=MySQLGtidSet.decode(data[HEADER_LEN:end]))
+    def _previous_gtids(self, data: bytes, end: int, h: _Header) -> Event:
+        return _new_previous_gtids(*h, MySQLGtidSet.decode(data[HEADER_LEN:end]))
 
-    def _rows_query(self, h: dict[str, Any], data: bytes, end: int) -> Event:
-        return RowsQueryEvent(**h, query=data[20:end].decode("utf-8", "replace"))
+    def _rows_query(self, data: bytes, end: int, h: _Header) -> Event:
+        return _new_rows_query(*h, data[20:end].decode("utf-8", "replace"))
 
-    def _annotate(self, h: dict[str, Any], data: bytes, end: int) -> Event:
-        return AnnotateRowsEvent(**h, query=data[19:end].decode("utf-8", "replace"))
+    def _annotate(self, data: bytes, end: int, h: _Header) -> Event:
+        return _new_annotate(*h, data[19:end].decode("utf-8", "replace"))
 
-    def _heartbeat(self, h: dict[str, Any], data: bytes, end: int) -> Event:
-        return HeartbeatEvent(**h, log_file=data[19:end].decode("utf-8", "replace"), position=h["log_pos"])
+    def _heartbeat(self, data: bytes, end: int, h: _Header) -> Event:
+        return _new_heartbeat(*h, data[19:end].decode("utf-8", "replace"), h[4])
 
-    def _heartbeat_v2(self, h: dict[str, Any], data: bytes, end: int) -> Event:
+    def _heartbeat_v2(self, data: bytes, end: int, h: _Header) -> Event:
         name, position = decode_heartbeat_v2(data[HEADER_LEN:end])
-        return HeartbeatEvent(**h, log_file=name, position=position, version=2)
+        return _new_heartbeat(*h, name, position, 2)
 
-    def _payload(self, h: dict[str, Any], data: bytes, end: int) -> Event:
+    def _payload(self, data: bytes, end: int, h: _Header) -> Event:
         pos = HEADER_LEN
         payload_size = uncompressed_size = 0
         compression_type = 0
@@ -499,16 +719,10 @@ class EventDecoder:
             raw = payload
         else:
             raise DecodeError(f"TRANSACTION_PAYLOAD compression type {compression_type} is not supported")
-        events = self.decode_payload_events(raw, h)
-        return TransactionPayloadEvent(
-            **h,
-            compression_type=compression_type,
-            payload_size=len(payload),
-            uncompressed_size=uncompressed_size or len(raw),
-            events=events,
-        )
+        events = self.decode_payload_events(raw)
+        return _new_payload(*h, compression_type, len(payload), uncompressed_size or len(raw), events)
 
-    def decode_payload_events(self, raw: bytes, outer: dict[str, Any]) -> list[Event]:
+    def decode_payload_events(self, raw: bytes, outer: object = None) -> list[Event]:
         """Decode the events inside a TRANSACTION_PAYLOAD: full events without checksums."""
         events: list[Event] = []
         saved_crc = self._crc
@@ -530,7 +744,7 @@ class EventDecoder:
             self._crc = saved_crc
         return events
 
-    def _xa_prepare(self, h: dict[str, Any], data: bytes, end: int) -> Event:
+    def _xa_prepare(self, data: bytes, end: int, h: _Header) -> Event:
         one_phase = bool(data[19])
         format_id, gtrid_len, bqual_len = struct.unpack_from("<iII", data, 20)
         pos = 32
@@ -538,16 +752,16 @@ class EventDecoder:
             raise DecodeError("XA_PREPARE event has invalid XID lengths")
         gtrid = bytes(data[pos : pos + gtrid_len])
         bqual = bytes(data[pos + gtrid_len : pos + gtrid_len + bqual_len])
-        return XaPrepareEvent(**h, one_phase=one_phase, format_id=format_id, gtrid=gtrid, bqual=bqual)
+        return _new_xa_prepare(*h, one_phase, format_id, gtrid, bqual)
 
-    def _intvar(self, h: dict[str, Any], data: bytes, end: int) -> Event:
-        return IntvarEvent(**h, intvar_type=data[19], value=_U64.unpack_from(data, 20)[0])
+    def _intvar(self, data: bytes, end: int, h: _Header) -> Event:
+        return _new_intvar(*h, data[19], _U64.unpack_from(data, 20)[0])
 
-    def _rand(self, h: dict[str, Any], data: bytes, end: int) -> Event:
+    def _rand(self, data: bytes, end: int, h: _Header) -> Event:
         s1, s2 = struct.unpack_from("<QQ", data, 19)
-        return RandEvent(**h, seed1=s1, seed2=s2)
+        return _new_rand(*h, s1, s2)
 
-    def _user_var(self, h: dict[str, Any], data: bytes, end: int) -> Event:
+    def _user_var(self, data: bytes, end: int, h: _Header) -> Event:
         name_len = _U32.unpack_from(data, 19)[0]
         pos = 23
         name = data[pos : pos + name_len].decode("utf-8", "replace")
@@ -555,39 +769,37 @@ class EventDecoder:
         is_null = bool(data[pos])
         pos += 1
         if is_null:
-            return UserVarEvent(**h, name=name, is_null=True)
+            return _new_user_var(*h, name, True)
         value_type = data[pos]
         charset, value_len = struct.unpack_from("<II", data, pos + 1)
         pos += 9
         value = bytes(data[pos : pos + value_len])
         pos += value_len
         var_flags = data[pos] if pos < end else 0
-        return UserVarEvent(
-            **h, name=name, is_null=False, value_type=value_type, charset=charset, value=value, var_flags=var_flags
-        )
+        return _new_user_var(*h, name, False, value_type, charset, value, var_flags)
 
-    def _incident(self, h: dict[str, Any], data: bytes, end: int) -> Event:
+    def _incident(self, data: bytes, end: int, h: _Header) -> Event:
         incident = _U16.unpack_from(data, 19)[0]
         n = data[21] if end > 21 else 0
-        return IncidentEvent(**h, incident=incident, message=data[22 : 22 + n].decode("utf-8", "replace"))
+        return _new_incident(*h, incident, data[22 : 22 + n].decode("utf-8", "replace"))
 
-    def _checkpoint(self, h: dict[str, Any], data: bytes, end: int) -> Event:
+    def _checkpoint(self, data: bytes, end: int, h: _Header) -> Event:
         n = _U32.unpack_from(data, 19)[0]
-        return BinlogCheckpointEvent(**h, checkpoint_file=data[23 : 23 + n].decode("utf-8", "replace"))
+        return _new_checkpoint(*h, data[23 : 23 + n].decode("utf-8", "replace"))
 
-    def _mariadb_gtid(self, h: dict[str, Any], data: bytes, end: int) -> Event:
+    def _mariadb_gtid(self, data: bytes, end: int, h: _Header) -> Event:
         return decode_mariadb_gtid(h, data[HEADER_LEN:end])
 
-    def _mariadb_gtid_list(self, h: dict[str, Any], data: bytes, end: int) -> Event:
+    def _mariadb_gtid_list(self, data: bytes, end: int, h: _Header) -> Event:
         # MariaDB may pad the list (seen: 2 zero bytes after an empty list); the count says what is real
         count = _U32.unpack_from(data, HEADER_LEN)[0] & 0x0FFFFFFF
         used = HEADER_LEN + 4 + 16 * count
         if used > end:
             raise TruncatedError(f"GTID_LIST announces {count} GTIDs but the event is too short for them")
         gtid_set, list_flags = MariaDBGtidSet.decode_gtid_list(data[HEADER_LEN:used])
-        return MariadbGtidListEvent(**h, gtid_set=gtid_set, list_flags=list_flags)
+        return _new_gtid_list(*h, gtid_set, list_flags)
 
-    def _start_encryption(self, h: dict[str, Any], data: bytes, end: int) -> Event:
+    def _start_encryption(self, data: bytes, end: int, h: _Header) -> Event:
         raise DecodeError(
             "this binlog file is encrypted (START_ENCRYPTION_EVENT); mybinlog cannot decrypt files on disk: "
             "read it through the server (--dsn), which decrypts before sending"
@@ -697,7 +909,7 @@ def decode_heartbeat_v2(body: bytes) -> tuple[str, int]:
     return name, position
 
 
-def decode_mariadb_gtid(h: dict[str, Any], body: bytes) -> MariadbGtidEvent:
+def decode_mariadb_gtid(h: _Header, body: bytes) -> MariadbGtidEvent:
     if len(body) < 13:
         raise TruncatedError(f"MariaDB GTID event body needs 13 bytes, got {len(body)}")
     seq_no = _U64.unpack_from(body, 0)[0]
@@ -714,8 +926,8 @@ def decode_mariadb_gtid(h: dict[str, Any], body: bytes) -> MariadbGtidEvent:
         pos += 6
         extra["xa_gtrid"] = bytes(body[pos : pos + gl])
         extra["xa_bqual"] = bytes(body[pos + gl : pos + gl + bl])
-    gtid = MariaDBGtid(domain_id=domain_id, server_id=h["server_id"], seq_no=seq_no)
-    return MariadbGtidEvent(**h, gtid=gtid, gtid_flags=gflags, **extra)
+    gtid = MariaDBGtid(domain_id=domain_id, server_id=h[2], seq_no=seq_no)
+    return _new_mariadb_gtid(*h, gtid, gflags, **extra)
 
 
 # MySQL 8.4 GTID_TAGGED_LOG_EVENT uses mysql::serialization: variable-length integers whose first byte's
@@ -743,7 +955,7 @@ def _zigzag(v: int) -> int:
     return (v >> 1) ^ -(v & 1)
 
 
-def _decode_tagged_gtid(h: dict[str, Any], data: bytes, pos: int, end: int) -> GtidEvent:
+def _decode_tagged_gtid(h: _Header, data: bytes, pos: int, end: int) -> GtidEvent:
     _version, pos = _read_varlen(data, pos)
     size, pos = _read_varlen(data, pos)
     if HEADER_LEN + size > end:
@@ -793,4 +1005,4 @@ def _decode_tagged_gtid(h: dict[str, Any], data: bytes, pos: int, end: int) -> G
     f.setdefault("original_commit_timestamp", f.get("immediate_commit_timestamp", 0))
     f.setdefault("original_server_version", f.get("immediate_server_version", 0))
     gtid = MySQLGtid(sid=_uuid_text(uuid), gno=gno, tag=tag)
-    return GtidEvent(**h, gtid=gtid, commit_flag=bool(flags & 1), **f)
+    return _new_gtid(*h, gtid, bool(flags & 1), **f)

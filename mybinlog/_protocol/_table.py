@@ -7,8 +7,10 @@ generated for the table's exact column layout: no per-column dispatch, no per-ro
 
 from __future__ import annotations
 
+import datetime
 import struct
 from collections.abc import Callable
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from .._exceptions import DecodeError
@@ -23,6 +25,10 @@ from ._events import MISSING
 from ._jsonb import decode_json_diff, decode_jsonb
 from ._reader import read_packed_int
 from ._values import (
+    _EPOCH,
+    _FRAC_TO_USEC,
+    _FSP_BYTES,
+    _decimal_layout,
     decode_date,
     decode_datetime2,
     decode_datetime_old,
@@ -36,7 +42,7 @@ from ._values import (
 if TYPE_CHECKING:
     from ._events import RowsEvent
 
-__all__ = ["ColumnInfo", "TableMap", "parse_table_map_body"]
+__all__ = ["ColumnInfo", "TableMap", "parse_table_map_body", "table_names_or_none"]
 
 _TYPE_NAMES = {t.value: t.name.lower() for t in ColumnType}
 
@@ -133,6 +139,7 @@ class TableMap:
 
     __slots__ = (
         "_decoders",
+        "_type_names",
         "column_count",
         "column_names",
         "columns",
@@ -165,18 +172,27 @@ class TableMap:
         self.has_full_metadata = all(c.name is not None for c in columns) and bool(columns)
         self.table_flags = table_flags
         self._decoders: dict[tuple[int, int, int], Callable[[bytes, int, int], list[Any]]] = {}
+        self._type_names: tuple[str, ...] | None = None
 
     def __repr__(self) -> str:
         return f"TableMap({self.schema!r}.{self.name!r}, {self.column_count} columns)"
 
+    @property
+    def column_type_names(self) -> tuple[str, ...]:
+        """Lower-case type names of the columns (``ColumnInfo.type_name``), computed once."""
+        names = self._type_names
+        if names is None:
+            names = self._type_names = tuple(c.type_name for c in self.columns)
+        return names
+
     # -- row decoding -------------------------------------------------------------------------------------
     def decode_rows(self, event: RowsEvent) -> list[Any]:
-        mode = 0 if event.kind != "update" else (2 if type(event).__name__ == "PartialUpdateRowsEvent" else 1)
+        mode = event._image_mode
         key = (mode, event.present, event.present_after)
         fn = self._decoders.get(key)
-        if fn is None:
-            fn = self._decoders[key] = _compile(self, mode, event.present, event.present_after)
         try:
+            if fn is None:
+                fn = self._decoders[key] = _compile(self, mode, event.present, event.present_after)
             return fn(event.body, event.rows_start, event.rows_end)
         except DecodeError as exc:
             where = f"`{self.schema}`.`{self.name}`"
@@ -185,6 +201,7 @@ class TableMap:
                 exc.args = (exc.message,)
             if exc.type_code is None:
                 exc.type_code = event.type_code
+            exc.for_table(self.schema, self.name)
             raise exc.locate(file=event.file, offset=event.offset) from None
         except (IndexError, struct.error, ValueError, UnicodeDecodeError, OverflowError, KeyError) as exc:
             raise DecodeError(
@@ -193,6 +210,8 @@ class TableMap:
                 file=event.file,
                 offset=event.offset,
                 type_code=event.type_code,
+                schema=self.schema,
+                table=self.name,
             ) from exc
 
 
@@ -200,8 +219,18 @@ def parse_table_map_body(body: bytes, pos: int, *, mariadb: bool = False) -> tup
     """Parse a TABLE_MAP body from after the table id and return (TableMap, end).
 
     ``mariadb`` selects MariaDB's column classes in the optional metadata (its signedness list includes YEAR
-    and its charset list includes GEOMETRY; MySQL's do not).
+    and its charset list includes GEOMETRY; MySQL's do not). A :class:`DecodeError` raised after the schema and
+    table names were read carries them (``schema``, ``table``).
     """
+    table_flags, schema, name, pos = _table_names(body, pos)
+    try:
+        return _parse_columns(body, pos, table_flags, schema, name, mariadb), len(body)
+    except DecodeError as exc:
+        raise exc.for_table(schema, name) from None
+
+
+def _table_names(body: bytes, pos: int) -> tuple[int, str, str, int]:
+    """(table flags, schema, table name, position after them) of a TABLE_MAP body."""
     table_flags = body[pos] | body[pos + 1] << 8
     pos += 2
     n = body[pos]
@@ -210,6 +239,19 @@ def parse_table_map_body(body: bytes, pos: int, *, mariadb: bool = False) -> tup
     n = body[pos]
     name = body[pos + 1 : pos + 1 + n].decode("utf-8", "replace")
     pos += n + 2
+    return table_flags, schema, name, pos
+
+
+def table_names_or_none(body: bytes, pos: int = 0) -> tuple[str, str] | None:
+    """The (schema, table) of a TABLE_MAP body (from after the table id), or None when even they are corrupt."""
+    try:
+        _flags, schema, name, _pos = _table_names(body, pos)
+    except IndexError:
+        return None
+    return schema, name
+
+
+def _parse_columns(body: bytes, pos: int, table_flags: int, schema: str, name: str, mariadb: bool) -> TableMap:
     count, pos = read_packed_int(body, pos)
     types = body[pos : pos + count]
     if len(types) != count:
@@ -241,7 +283,7 @@ def parse_table_map_body(body: bytes, pos: int, *, mariadb: bool = False) -> tup
     primary_key = None
     if pos < len(body):
         primary_key = _parse_optional_metadata(body, pos, len(body), columns, mariadb)
-    return TableMap(schema, name, columns, table_flags, primary_key), len(body)
+    return TableMap(schema, name, columns, table_flags, primary_key)
 
 
 _MARIADB_NUMERIC = NUMERIC_TYPES | {ColumnType.YEAR}
@@ -344,6 +386,18 @@ def _parse_optional_metadata(
 
 # ---------------------------------------------------------------------------------------------------------
 # Row decoder compiler
+#
+# One Python function per (table, image layout), generated as source and compiled once. Each row image is a
+# NULL bitmap followed by the non-NULL values. The generated code has two branches per image:
+#
+# - no NULL in the row (the common case): straight-line code; runs of adjacent little-endian fixed-width
+#   columns (integers, FLOAT, DOUBLE, YEAR) are read by one precompiled struct.Struct, and DECIMAL, DATETIME2
+#   and TIMESTAMP2 are decoded inline;
+# - otherwise: the same per-column code, each column guarded by its NULL bit.
+#
+# Every inline shortcut checks that its bytes are present and falls back to the value functions of _values
+# (which raise the precise TruncatedError/DecodeError) for anything unusual: truncated images, invalid
+# DECIMAL digit groups, zero or invalid dates.
 # ---------------------------------------------------------------------------------------------------------
 
 _STRUCTS: dict[tuple[int, bool], str] = {
@@ -355,6 +409,24 @@ _STRUCTS: dict[tuple[int, bool], str] = {
     (ColumnType.LONGLONG, True): "<Q",
     (ColumnType.FLOAT, False): "<f",
     (ColumnType.DOUBLE, False): "<d",
+}
+
+# little-endian fixed-width columns that can share one struct.Struct: (type, unsigned) -> format character
+_FUSABLE: dict[tuple[int, bool], str] = {
+    (ColumnType.TINY, False): "b",
+    (ColumnType.TINY, True): "B",
+    (ColumnType.SHORT, False): "h",
+    (ColumnType.SHORT, True): "H",
+    (ColumnType.LONG, False): "i",
+    (ColumnType.LONG, True): "I",
+    (ColumnType.LONGLONG, False): "q",
+    (ColumnType.LONGLONG, True): "Q",
+    (ColumnType.FLOAT, False): "f",
+    (ColumnType.FLOAT, True): "f",
+    (ColumnType.DOUBLE, False): "d",
+    (ColumnType.DOUBLE, True): "d",
+    (ColumnType.YEAR, False): "B",
+    (ColumnType.YEAR, True): "B",
 }
 
 
@@ -404,6 +476,10 @@ class _Gen:
             "_enum": _enum_value,
             "_set": _set_value,
             "_vector": _vector,
+            "_D": Decimal,
+            "_dt": datetime.datetime,
+            "_td": datetime.timedelta,
+            "_EPOCH": _EPOCH,
             "DecodeError": DecodeError,
         }
         self._consts: dict[object, str] = {}
@@ -419,6 +495,138 @@ class _Gen:
 
     def unpacker(self, fmt: str) -> str:
         return self.const(struct.Struct(fmt).unpack_from, "s")
+
+
+_FIELD_FORMATS = {1: "B", 2: "H", 3: "BH", 4: "I"}  # big-endian unsigned fields of 1..4 bytes
+
+
+def _be_fields(g: _Gen, fields: list[tuple[str, int]], line_prefix: str = "") -> list[str]:
+    """Unpack big-endian unsigned fields (name, bytes) at ``pos`` with one struct; 3-byte fields are read as
+    1 + 2 bytes and joined."""
+    fmt = ">" + "".join(_FIELD_FORMATS[n] for _, n in fields)
+    targets: list[str] = []
+    joins: list[str] = []
+    for name, n in fields:
+        if n == 3:
+            targets += [f"{name}_h", f"{name}_l"]
+            joins.append(f"{name} = {name}_h << 16 | {name}_l")
+        else:
+            targets.append(name)
+    lines = [f"{', '.join(targets)}{',' if len(targets) == 1 else ''} = {g.unpacker(fmt)}(buf, pos)"]
+    return [line_prefix + line for line in lines + joins]
+
+
+def _decimal_code(g: _Gen, col: ColumnInfo, var: str) -> list[str]:
+    """DECIMAL inline: the digit groups by one struct, sign handling, range checks, one Decimal(str)."""
+    precision, scale = col.meta >> 8, col.meta & 0xFF
+    call = f"{var}, pos = _decimal(buf, pos, {precision}, {scale})"
+    try:
+        size, lead_bytes, lead_limit, groups_st, trail_bytes, trail_pow, _ = _decimal_layout(precision, scale)
+    except DecodeError:
+        return [call]  # invalid metadata: the value function raises when a value is met
+    n_groups = groups_st.size // 4 if groups_st is not None else 0
+    fields: list[tuple[str, int]] = []
+    if lead_bytes:
+        fields.append(("d_l", lead_bytes))
+    fields += [(f"d_g{i}", 4) for i in range(n_groups)]
+    if trail_bytes:
+        fields.append(("d_t", trail_bytes))
+    first, first_bytes = fields[0]
+    top = 1 << (8 * first_bytes - 1)
+    checks = []
+    if lead_bytes:
+        checks.append(f"d_l < {lead_limit}")
+    checks += [f"d_g{i} <= 999999999" for i in range(n_groups)]
+    if trail_bytes:
+        checks.append(f"d_t < {trail_pow}")
+    expr = ""
+    for name, _n in fields:
+        if not expr:
+            expr = name
+        elif name == "d_t":
+            expr = f"({expr}) * {trail_pow} + d_t"
+        else:
+            expr = f"({expr}) * 1000000000 + {name}"
+    negate = [f"{first} ^= {((1 << (8 * first_bytes)) - 1) ^ top}"]  # bytes inverted; the sign bit cleared
+    negate += [f"{name} ^= {(1 << (8 * n)) - 1}" for name, n in fields[1:]]
+    if scale:
+        positive = f"_D(f'{{v}}E-{scale}')"
+        negative = f"(_D(f'-{{v}}E-{scale}') if v else _D('0E-{scale}'))"
+    else:
+        positive = "_D(v)"
+        negative = "_D(-v)"
+    lines = [f"if pos + {size} <= blen:"]
+    lines += _be_fields(g, fields, "    ")
+    lines += [
+        f"    if {first} & {top}:  # sign bit set: positive",
+        f"        {first} ^= {top}",
+        "        neg = False",
+        "    else:",
+        *["        " + line for line in negate],
+        "        neg = True",
+        f"    if {' and '.join(checks)}:",
+        f"        v = {expr}",
+        f"        {var} = {negative} if neg else {positive}",
+        f"        pos += {size}",
+        "    else:  # a digit group out of range: the value function raises the error",
+        f"        {call}",
+        "else:",
+        f"    {call}",
+    ]
+    return lines
+
+
+def _fraction(nfrac: int) -> tuple[list[tuple[str, int]], str]:
+    """Fields and microseconds expression of a temporal2 fraction of ``nfrac`` bytes."""
+    if not nfrac:
+        return [], "0"
+    mult = _FRAC_TO_USEC[nfrac]
+    return [("t_f", nfrac)], "t_f" if mult == 1 else f"t_f * {mult}"
+
+
+def _datetime2_code(g: _Gen, col: ColumnInfo, var: str) -> list[str]:
+    fsp = col.meta
+    call = f"{var}, pos = _datetime2(buf, pos, {fsp})"
+    if not 0 <= fsp <= 6:
+        return [call]
+    nfrac = _FSP_BYTES[fsp]
+    size = 5 + nfrac
+    frac_fields, usec = _fraction(nfrac)
+    # 5 bytes: 1 + 17 bits year*13+month, 5 day, 17 hms, stored + 0x8000000000 (the top byte's high bit)
+    return [
+        f"if pos + {size} <= blen:",
+        *_be_fields(g, [("t_h", 1), ("t_l", 4), *frac_fields], "    "),
+        "    ym = (t_h - 128) << 10 | t_l >> 22",
+        "    hms = t_l & 0x1FFFF",
+        "    try:",
+        f"        {var} = _dt(ym // 13, ym % 13, t_l >> 17 & 31, hms >> 12, hms >> 6 & 63, hms & 63, {usec})",
+        f"        pos += {size}",
+        "    except (ValueError, OverflowError):  # zero, invalid or negative: text or the error from _values",
+        f"        {call}",
+        "else:",
+        f"    {call}",
+    ]
+
+
+def _timestamp2_code(g: _Gen, col: ColumnInfo, var: str) -> list[str]:
+    fsp = col.meta
+    call = f"{var}, pos = _timestamp2(buf, pos, {fsp})"
+    if not 0 <= fsp <= 6:
+        return [call]
+    nfrac = _FSP_BYTES[fsp]
+    size = 4 + nfrac
+    frac_fields, usec = _fraction(nfrac)
+    return [
+        f"if pos + {size} <= blen:",
+        *_be_fields(g, [("t_s", 4), *frac_fields], "    "),
+        "    if t_s:",
+        f"        {var} = _EPOCH + _td(0, t_s, {usec})",
+        f"        pos += {size}",
+        "    else:  # MySQL's zero TIMESTAMP",
+        f"        {call}",
+        "else:",
+        f"    {call}",
+    ]
 
 
 def _column_code(g: _Gen, col: ColumnInfo, var: str, partial_bit: str | None) -> list[str]:
@@ -438,12 +646,11 @@ def _column_code(g: _Gen, col: ColumnInfo, var: str, partial_bit: str | None) ->
     if t == ColumnType.YEAR:
         return [f"{var} = buf[pos]", "pos += 1", f"if {var}: {var} += 1900"]
     if t == ColumnType.NEWDECIMAL:
-        precision, scale = col.meta >> 8, col.meta & 0xFF
-        return [f"{var}, pos = _decimal(buf, pos, {precision}, {scale})"]
+        return _decimal_code(g, col, var)
     if t == ColumnType.TIMESTAMP2:
-        return [f"{var}, pos = _timestamp2(buf, pos, {col.meta})"]
+        return _timestamp2_code(g, col, var)
     if t == ColumnType.DATETIME2:
-        return [f"{var}, pos = _datetime2(buf, pos, {col.meta})"]
+        return _datetime2_code(g, col, var)
     if t == ColumnType.TIME2:
         return [f"{var}, pos = _time2(buf, pos, {col.meta})"]
     if t in (ColumnType.DATE, ColumnType.NEWDATE):
@@ -530,6 +737,39 @@ def _column_code(g: _Gen, col: ColumnInfo, var: str, partial_bit: str | None) ->
     )
 
 
+def _fusable(col: ColumnInfo) -> str | None:
+    return _FUSABLE.get((col.real_type, bool(col.unsigned)))
+
+
+def _no_null_code(g: _Gen, cols: list[ColumnInfo], prefix: str, partial_of: dict[int, str]) -> list[str]:
+    """Straight-line code for an image without NULLs, fusing runs of fixed-width little-endian columns."""
+    lines: list[str] = []
+    k = 0
+    while k < len(cols):
+        run: list[ColumnInfo] = []
+        while k + len(run) < len(cols) and _fusable(cols[k + len(run)]) is not None:
+            run.append(cols[k + len(run)])
+        if len(run) < 2:
+            c = cols[k]
+            lines += _column_code(g, c, f"{prefix}{c.index}", partial_of.get(c.index))
+            k += 1
+            continue
+        fmt = "<" + "".join(_fusable(c) or "" for c in run)
+        size = struct.calcsize(fmt)
+        names = [f"{prefix}{c.index}" for c in run]
+        lines.append(f"if pos + {size} <= blen:")
+        lines.append(f"    {', '.join(names)} = {g.unpacker(fmt)}(buf, pos)")
+        lines.append(f"    pos += {size}")
+        for c, name in zip(run, names, strict=True):
+            if c.real_type == ColumnType.YEAR:
+                lines.append(f"    if {name}: {name} += 1900")
+        lines.append("else:  # truncated image: column by column, for the precise error")
+        for c, name in zip(run, names, strict=True):
+            lines += ["    " + line for line in _column_code(g, c, name, None)]
+        k += len(run)
+    return lines
+
+
 def _image_code(g: _Gen, table: TableMap, present: int, prefix: str, partial: bool) -> tuple[list[str], str]:
     cols = [c for c in table.columns if present >> c.index & 1]
     nb = (len(cols) + 7) // 8
@@ -552,14 +792,20 @@ def _image_code(g: _Gen, table: TableMap, present: int, prefix: str, partial: bo
         lines += ["nb = buf[pos]", "pos += 1"]
     else:
         lines += [f"nb = _from(buf[pos:pos + {nb}], 'little')", f"pos += {nb}"]
+    per_column: list[str] = []
     for j, c in enumerate(cols):
         var = f"{prefix}{c.index}"
         body = _column_code(g, c, var, partial_of.get(c.index))
         # the NULL bitmap is authoritative even for NOT NULL columns (it is cheap to test)
-        lines.append(f"if nb & {1 << j}:")
-        lines.append(f"    {var} = None")
+        per_column.append(f"if nb & {1 << j}:")
+        per_column.append(f"    {var} = None")
+        per_column.append("else:")
+        per_column += ["    " + b for b in body]
+    if cols:
+        lines.append("if not nb:")
+        lines += ["    " + line for line in _no_null_code(g, cols, prefix, partial_of)]
         lines.append("else:")
-        lines += ["    " + b for b in body]
+        lines += ["    " + line for line in per_column]
     names = [f"{prefix}{c.index}" if present >> c.index & 1 else "MISSING" for c in table.columns]
     tup = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
     return lines, tup
@@ -567,7 +813,13 @@ def _image_code(g: _Gen, table: TableMap, present: int, prefix: str, partial: bo
 
 def _compile(table: TableMap, mode: int, present: int, present_after: int) -> Callable[[bytes, int, int], list[Any]]:
     g = _Gen()
-    src = ["def _decode_rows(buf, pos, end):", "    out = []", "    append = out.append", "    while pos < end:"]
+    src = [
+        "def _decode_rows(buf, pos, end):",
+        "    out = []",
+        "    append = out.append",
+        "    blen = len(buf)",
+        "    while pos < end:",
+    ]
     before, before_tup = _image_code(g, table, present, "b", False)
     src += ["        " + s for s in before]
     if mode == 0:
@@ -583,6 +835,7 @@ def _compile(table: TableMap, mode: int, present: int, present_after: int) -> Ca
     ]
     code = "\n".join(src)
     ns = g.ns
-    exec(compile(code, f"<mybinlog rows {table.schema}.{table.name}>", "exec"), ns)
+    kind = ("rows", "update rows", "partial update rows")[mode]
+    exec(compile(code, f"<mybinlog {kind} {table.schema}.{table.name} {present:x}/{present_after:x}>", "exec"), ns)
     fn: Callable[[bytes, int, int], list[Any]] = ns["_decode_rows"]
     return fn
