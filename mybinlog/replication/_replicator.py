@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import re
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -312,7 +313,7 @@ class Replicator:
                     total += len(rows)
             await src.commit()
             after = {t: await src.show_create_table(self.database, t) for t in names}
-            changed = [t for t in names if after[t] != texts[t]]
+            changed = [t for t in names if _schema_text(after[t]) != _schema_text(texts[t])]
             if changed:
                 raise ReplicationError(
                     f"the schema of {', '.join(changed)} changed during the initial load; run replicate again "
@@ -772,6 +773,11 @@ def _gtid_contains(outer: Any, inner: Any) -> bool:
 def _file_key(name: str) -> tuple[int, str]:
     digits = name.rsplit(".", 1)[-1]
     return (int(digits), name) if digits.isdigit() else (0, name)
+
+
+def _schema_text(create: str) -> str:
+    """SHOW CREATE TABLE text without the parts that change with the data (AUTO_INCREMENT=N)."""
+    return re.sub(r"\s+AUTO_INCREMENT=\d+", "", create)
 
 
 def _esc(text: str) -> str:

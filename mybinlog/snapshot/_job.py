@@ -1,0 +1,861 @@
+"""The driver of a snapshot: plan, run the chunks on Spark, follow progress, hand over to the stream.
+
+::
+
+    driver                                            executors (Spark tasks, one per chunk)
+    ──────                                            ──────────────────────────────────────
+    checkpoint?  none -> initial load, else backfill
+    SHOW CREATE TABLE (schemas at the start)
+    plan chunks, save the plan (state)  ───────────>  connect, START TRANSACTION WITH CONSISTENT SNAPSHOT,
+                                                      low watermark W, record "started W",
+    poll state: progress lines                        SELECT the chunk, insert rows with
+    (chdb: load spooled batches)        <───────────  _version = snapshot_version(W), record "done"
+    SHOW CREATE TABLE again: a DDL meanwhile fails the snapshot
+    initial load: checkpoint at the smallest W of all attempts (the stream starts there)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import datetime as dt
+import functools
+import itertools
+import json
+import logging
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from .._dsn import DSN
+from .._exceptions import ConfigurationError, MybinlogError
+from .._position import BinlogPosition
+from ._chunks import Chunk, TablePlan, balance, quote_mysql_ident
+from ._copy import ChunkResult, CopyJob, CopyTable, copy_partition, meta_columns, parse_spool_name
+from ._plan import choose_key, key_range_filter, plan_table
+from ._source import Watermark, connect_source, gtid_set_at, normalize_create, read_position, show_create_table
+from ._state import ChunkStates, StateStore
+
+if TYPE_CHECKING:
+    from ..replication._ddl import TableDef
+    from ..replication._source import SourceConnection
+    from ..replication._target import Target
+
+__all__ = [
+    "SnapshotError",
+    "SnapshotOptions",
+    "SnapshotProgress",
+    "SnapshotResult",
+    "run_snapshot",
+    "spark_session",
+]
+
+logger = logging.getLogger("mybinlog.snapshot")
+
+KINDS = ("auto", "initial", "backfill")
+
+
+class SnapshotError(MybinlogError):
+    """The snapshot cannot go on or did not finish (the message says why and how to resume)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SnapshotOptions:
+    """What to copy, where, and how. Settings map 1:1 to ``mybinlog snapshot`` options.
+
+    ``source``: the MySQL/MariaDB DSN (password from the URL or ``MYBINLOG_PASSWORD``). ``target``: the
+    ClickHouse URL (``http://user:pw@host:8123``, password also from ``MYBINLOG_CH_PASSWORD``) or a chdb path.
+    ``database``: the MySQL database; ``tables``: some of its tables (default all base tables).
+    ``target_database``/``replica``: as for the replicator (default: the MySQL database name).
+    ``mode``: ``auto`` (initial load when the replica has no checkpoint, else backfill), ``initial`` or
+    ``backfill``. ``where``: an SQL condition rows must meet (backfill); ``key_range``: (low, high) inclusive
+    bounds on the first key column (either may be None). ``chunk_rows``: rows per chunk (None: about four chunks
+    per parallel task, 10k-250k). ``parallelism``: the number of partitions the chunks are grouped into (None:
+    one task per chunk, Spark runs as many at once as it has cores). ``batch_rows``/``batch_bytes``: size of one
+    insert. ``resume``: a snapshot id, or ``"latest"`` (the newest unfinished snapshot of the replica).
+    ``recreate``: drop and recreate existing ClickHouse tables before an initial load. ``spool_dir``: where
+    executors leave batches for a chdb target (default: a temporary directory; on a cluster it must be shared
+    with the driver).
+    """
+
+    source: str | DSN
+    target: str = ""
+    database: str
+    tables: tuple[str, ...] = ()
+    target_database: str | None = None
+    replica: str | None = None
+    engine: str = "replacing"
+    mode: str = "auto"
+    where: str | None = None
+    key_range: tuple[str | None, str | None] | None = None
+    chunk_rows: int | None = None
+    parallelism: int | None = None
+    batch_rows: int = 100_000
+    batch_bytes: int = 32 << 20
+    resume: str | None = None
+    snapshot_id: str | None = None
+    meta_database: str = "mybinlog_meta"
+    spool_dir: str | None = None
+    recreate: bool = False
+    progress_interval: float = 2.0
+    hold: tuple[int, str] | None = field(default=None, repr=False)  # tests only: see CopyJob.hold
+
+    def __post_init__(self) -> None:
+        if self.mode not in KINDS:
+            raise ConfigurationError(f"mode must be one of {', '.join(KINDS)}, got {self.mode!r}")
+        if self.engine == "collapsing":
+            raise ConfigurationError(
+                "a chunked snapshot cannot load a collapsing replica: the stream replays changes the chunks "
+                "already contain, which a CollapsingMergeTree would count twice; use engine 'replacing' or "
+                "'replacing_is_deleted' (see docs/snapshot.md)"
+            )
+        if self.engine not in ("replacing", "replacing_is_deleted"):
+            raise ConfigurationError(f"unknown engine {self.engine!r}; use replacing or replacing_is_deleted")
+        for name in ("chunk_rows", "parallelism", "batch_rows", "batch_bytes"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigurationError(f"{name} must be >= 1, got {value}")
+
+
+@dataclass
+class SnapshotProgress:
+    snapshot_id: str
+    rows_done: int
+    rows_total: int
+    chunks_done: int
+    chunks_total: int
+    elapsed: float
+    rows_per_second: float
+    eta_seconds: float | None
+
+    def line(self) -> str:
+        pct = 100.0 * self.rows_done / self.rows_total if self.rows_total else 100.0
+        eta = "?" if self.eta_seconds is None else _duration(self.eta_seconds)
+        return (
+            f"snapshot {self.snapshot_id}: {self.rows_done:,}/~{self.rows_total:,} rows ({min(pct, 100.0):.1f}%), "
+            f"chunks {self.chunks_done}/{self.chunks_total}, {self.rows_per_second:,.0f} rows/s, ETA {eta}"
+        )
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+@dataclass
+class SnapshotResult:
+    """What a snapshot did. ``position``: where the stream must start (the smallest low watermark of all chunk
+    attempts); ``tables``: CREATE TABLE text of each table at the start; ``kind``: initial or backfill."""
+
+    snapshot_id: str
+    kind: str
+    replica: str
+    position: BinlogPosition
+    tables: dict[str, str]
+    rows: int
+    rows_this_run: int
+    chunks: int
+    chunks_skipped: int
+    seconds: float
+    table_rows: dict[str, int] = field(default_factory=dict)
+    checkpoint_saved: bool = False
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows_this_run / self.seconds if self.seconds > 0 else 0.0
+
+    def summary(self) -> str:
+        lines = [
+            f"snapshot {self.snapshot_id} ({self.kind}) finished: {self.rows:,} rows in {self.chunks} chunks of "
+            f"{len(self.tables)} tables",
+            f"  this run: {self.rows_this_run:,} rows in {self.seconds:.1f} s ({self.rows_per_second:,.0f} rows/s)"
+            + (f", {self.chunks_skipped} chunks already done" if self.chunks_skipped else ""),
+        ]
+        for name, rows in sorted(self.table_rows.items()):
+            lines.append(f"  {name}: {rows:,} rows")
+        if self.checkpoint_saved:
+            lines.append(f"  replica {self.replica!r}: streaming starts at {self.position}")
+        else:
+            lines.append(f"  low watermark {self.position} (the replica's checkpoint was not changed)")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "snapshot_id": self.snapshot_id,
+            "kind": self.kind,
+            "replica": self.replica,
+            "position": str(self.position),
+            "rows": self.rows,
+            "rows_this_run": self.rows_this_run,
+            "chunks": self.chunks,
+            "chunks_skipped": self.chunks_skipped,
+            "seconds": round(self.seconds, 3),
+            "rows_per_second": round(self.rows_per_second, 1),
+            "table_rows": self.table_rows,
+            "checkpoint_saved": self.checkpoint_saved,
+        }
+
+
+# --- Spark ----------------------------------------------------------------------------------------------------
+
+
+def spark_session(master: str | None = None, *, app_name: str = "mybinlog-snapshot", ui: bool = False) -> Any:
+    """A SparkSession for the snapshot (the active one when it exists, e.g. under ``spark-submit``).
+
+    ``master``: e.g. ``local[4]``; None keeps what spark-submit configured (or Spark's default ``local[*]``).
+    Python workers run this interpreter (``PYSPARK_PYTHON``, unless set), so they import the same mybinlog.
+    """
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise ConfigurationError("the snapshot job needs PySpark: pip install 'mybinlog[spark]'") from exc
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    if not ui:
+        builder = builder.config("spark.ui.enabled", "false")
+    builder = builder.config("spark.ui.showConsoleProgress", "false")
+    return builder.getOrCreate()
+
+
+def _session(master: str | None) -> tuple[Any, bool]:
+    """(session, whether it was created here, so is ours to stop)."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return spark_session(master), True  # raises the installation hint
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, False
+    return spark_session(master), True
+
+
+def _partition_task(job: CopyJob, groups: Iterable[list[Chunk]]) -> Iterator[dict[str, Any]]:
+    return copy_partition(job, itertools.chain.from_iterable(groups))
+
+
+def _spark_error(exc: BaseException, snapshot_id: str) -> SnapshotError:
+    """A readable error from a failed Spark job: the Python exception of the failed task, when there is one."""
+    text = str(exc)
+    found = re.findall(r"^(?:mybinlog\.[\w.]+|[\w.]*Error|[\w.]*Exception)[\w.]*: .+$", text, re.MULTILINE)
+    detail = found[-1] if found else (text.strip().splitlines() or [type(exc).__name__])[0]
+    return SnapshotError(
+        f"snapshot {snapshot_id}: a chunk failed: {detail[:1000]}; finished chunks are kept, run again with "
+        f"--resume {snapshot_id} to copy the rest"
+    )
+
+
+# --- chdb: the driver loads the executors' batches -------------------------------------------------------------
+
+
+class SpoolLoader:
+    """Moves spooled batches into an embedded ClickHouse and records the chunk state (see ``_copy.py``)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        target: Target,
+        store: StateStore,
+        chunks: dict[int, Chunk],
+        tables: dict[str, CopyTable],
+    ) -> None:
+        self.dir = directory
+        self.target = target
+        self.store = store
+        self.chunks = chunks
+        self.tables = tables
+        self.started: set[tuple[int, str]] = set()
+        self.loaded: dict[tuple[int, str], int] = {}
+
+    async def step(self) -> int:
+        """Load what is there now; returns the number of files handled."""
+        names = sorted(await asyncio.to_thread(os.listdir, self.dir))
+        parsed = [(n, p) for n in names if (p := parse_spool_name(n)) is not None]
+        handled = 0
+        for name, (ordinal, attempt, kind, _batch, _rows) in parsed:  # "started" first: before any data
+            if kind != "started":
+                continue
+            doc = json.loads((self.dir / name).read_text())
+            wm = Watermark(doc["file"], int(doc["offset"]), doc.get("gtids"))
+            await self.store.record(ordinal, attempt, "started", wm)
+            self.started.add((ordinal, attempt))
+            (self.dir / name).unlink()
+            handled += 1
+        for name, (ordinal, attempt, kind, _batch, rows) in parsed:
+            if kind != "tsv" or (ordinal, attempt) not in self.started:
+                continue
+            table = self.tables[self.chunks[ordinal].table]
+            data = await asyncio.to_thread((self.dir / name).read_bytes)
+            await self.target.insert_tsv(table.ch_table, table.insert_columns, data)
+            await self.store.record(ordinal, attempt, "rows", None, rows)
+            self.loaded[(ordinal, attempt)] = self.loaded.get((ordinal, attempt), 0) + 1
+            (self.dir / name).unlink()
+            handled += 1
+        for name, (ordinal, attempt, kind, _batch, _rows) in parsed:
+            if kind != "done" or (ordinal, attempt) not in self.started:
+                continue
+            doc = json.loads((self.dir / name).read_text())
+            if self.loaded.get((ordinal, attempt), 0) < int(doc["batches"]):
+                continue  # a batch is still being renamed into place: next step
+            wm = Watermark(doc["file"], int(doc["offset"]), doc.get("gtids"))
+            await self.store.record(ordinal, attempt, "done", wm, int(doc["rows"]))
+            (self.dir / name).unlink()
+            handled += 1
+        return handled
+
+
+# --- the job --------------------------------------------------------------------------------------------------
+
+
+def _resolve_dsn(source: str | DSN) -> DSN:
+    dsn = source if isinstance(source, DSN) else DSN.parse(source)
+    if not dsn.password and os.environ.get("MYBINLOG_PASSWORD"):
+        dsn = dataclasses.replace(dsn, password=os.environ["MYBINLOG_PASSWORD"])
+    return dsn
+
+
+def _executor_target_url(url: str) -> str:
+    """The target URL for executors: with the password from ``MYBINLOG_CH_PASSWORD`` put in (executors on other
+    machines do not have the driver's environment). Never logged."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        return url
+    password = os.environ.get("MYBINLOG_CH_PASSWORD")
+    if parts.password is not None or not password:
+        return url
+    user = parts.username or "default"
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    netloc = f"{quote(user, safe='')}:{quote(password, safe='')}@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def _new_snapshot_id(replica: str) -> str:
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
+    safe = re.sub(r"[^0-9A-Za-z_]+", "_", replica)[:40]
+    return f"{safe}-{stamp}-{uuid.uuid4().hex[:6]}"
+
+
+class _Run:
+    """One run of the job (a new snapshot or a resumed one)."""
+
+    def __init__(self, options: SnapshotOptions, target: Target, spark: Any, on_progress: Any) -> None:
+        self.o = options
+        self.target = target
+        self.spark = spark
+        self.on_progress = on_progress
+        self.dsn = _resolve_dsn(options.source)
+        self.replica = options.replica or options.database
+        self.database = options.database
+        self.target_database = options.target_database or options.database
+        self.engine = options.engine
+
+    async def _table_info(self, name: str) -> tuple[bool, str | None]:
+        from ..replication._target import quote_string
+
+        rows = await self.target.query(
+            f"SELECT engine FROM system.tables WHERE database = {quote_string(self.target_database)} "
+            f"AND name = {quote_string(name)}"
+        )
+        return (bool(rows), rows[0][0] if rows else None)
+
+    async def _prepare_table(self, definition: TableDef, kind: str) -> None:
+        from ..replication import _chschema
+        from ..replication._target import quote_ident
+
+        ch_table = f"{quote_ident(self.target_database)}.{quote_ident(definition.name)}"
+        exists, engine = await self._table_info(definition.name)
+        if exists and self.o.recreate and kind == "initial":
+            await self.target.execute(f"DROP TABLE IF EXISTS {ch_table}")
+            exists = False
+        if exists:
+            if engine and "Collapsing" in engine:
+                raise SnapshotError(
+                    f"ClickHouse table {self.target_database}.{definition.name} is a {engine}: a chunked snapshot "
+                    "cannot load a collapsing table (see docs/snapshot.md); use a replacing engine"
+                )
+            if kind == "initial":
+                rows = await self.target.query(f"SELECT count() FROM {ch_table}")
+                if rows and int(rows[0][0] or 0) > 0:
+                    raise SnapshotError(
+                        f"ClickHouse table {self.target_database}.{definition.name} already holds rows and the "
+                        f"replica {self.replica!r} has no checkpoint: an initial load needs empty tables (rows "
+                        "deleted at the source would stay). Use --recreate to drop and recreate them, or "
+                        "--resume to continue an interrupted snapshot"
+                    )
+            return
+        await self.target.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(self.target_database)}")
+        await self.target.execute(
+            _chschema.create_table_sql(
+                definition, database=self.target_database, engine=self.engine, caps=self.target.capabilities
+            )
+        )
+
+    async def _meta_columns(self, name: str) -> tuple[str, ...]:
+        """The meta columns the ClickHouse table has (it may predate this run, made by the replicator)."""
+        from ..replication._target import quote_string
+
+        rows = await self.target.query(
+            f"SELECT name FROM system.columns WHERE database = {quote_string(self.target_database)} "
+            f"AND table = {quote_string(name)} AND name IN ('_sign', '_version', '_is_deleted')"
+        )
+        present = {r[0] for r in rows}
+        if not {"_sign", "_version"} <= present:
+            raise SnapshotError(
+                f"ClickHouse table {self.target_database}.{name} has no _sign/_version columns: it was not made by "
+                "mybinlog; drop it or choose another --target-database"
+            )
+        return meta_columns("replacing_is_deleted" if "_is_deleted" in present else "replacing")
+
+    async def _copy_tables(self, definitions: dict[str, TableDef], plans: dict[str, TablePlan]) -> dict[str, CopyTable]:
+        from ..replication._target import quote_ident
+
+        out = {}
+        for name, definition in definitions.items():
+            plan = plans[name]
+            filters: list[str] = []
+            if self.o.key_range is not None:
+                filters.append(key_range_filter(definition, plan.key, self.o.key_range))
+            if self.o.where:
+                filters.append(self.o.where)
+            out[name] = CopyTable(
+                name=name,
+                definition=definition,
+                source_table=f"{quote_mysql_ident(self.database)}.{quote_mysql_ident(name)}",
+                ch_table=f"{quote_ident(self.target_database)}.{quote_ident(name)}",
+                key=tuple(plan.key) if plan.method != "single" else (),
+                key_charsets=tuple(definition.column(c).charset for c in plan.key) if plan.method != "single" else (),
+                filters=tuple(filters),
+                meta=await self._meta_columns(name),
+            )
+        return out
+
+    async def run(self) -> SnapshotResult:
+        from ..replication._checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+        from ..replication._ddl import parse_create_table
+
+        o = self.o
+        started = time.monotonic()
+        checkpoint = await load_checkpoint(self.target, self.replica, meta_database=o.meta_database)
+        src = await connect_source(self.dsn)
+        try:
+            flavor = src.flavor
+            if o.resume is not None:
+                store, doc = await self._load(o.resume)
+                kind = str(doc["kind"])
+                if doc.get("replica", self.replica) != self.replica:
+                    self.replica = str(doc["replica"])
+                    checkpoint = await load_checkpoint(self.target, self.replica, meta_database=o.meta_database)
+                if kind == "initial" and checkpoint is not None:
+                    raise SnapshotError(
+                        f"snapshot {store.snapshot_id} was an initial load and replica {self.replica!r} has a "
+                        "checkpoint now (the snapshot finished, or replication started): nothing to resume"
+                    )
+                texts: dict[str, str] = dict(doc["tables"])
+                plans = {t: TablePlan.from_json(p) for t, p in doc["plans"].items()}
+                await self._check_schemas(
+                    src, texts, "since the snapshot started", all_tables=bool(doc.get("all_tables"))
+                )
+                self.o = o = dataclasses.replace(
+                    o,
+                    where=doc.get("where"),
+                    key_range=(doc["key_range"][0], doc["key_range"][1]) if doc.get("key_range") else None,
+                )
+                self.engine = str(doc.get("engine", self.engine))
+                self.target_database = str(doc.get("target_database", self.target_database))
+            else:
+                kind = o.mode
+                if kind == "auto":
+                    kind = "initial" if checkpoint is None else "backfill"
+                if kind == "initial" and checkpoint is not None:
+                    raise SnapshotError(
+                        f"replica {self.replica!r} already has a checkpoint (at {checkpoint.position}): an initial "
+                        "load would not be consistent with it; use --mode backfill"
+                    )
+                snapshot_id = o.snapshot_id or _new_snapshot_id(self.replica)
+                store = StateStore(self.target, o.meta_database, snapshot_id)
+                await store.ensure()
+                if await store.load() is not None:
+                    raise SnapshotError(f"snapshot id {snapshot_id!r} exists already; resume it with --resume")
+                start_position = await read_position(src)
+                names = list(o.tables) or await src.tables(self.database)
+                texts = {}
+                for name in names:
+                    try:
+                        texts[name] = await show_create_table(src, self.database, name)
+                    except MybinlogError as exc:
+                        raise SnapshotError(f"cannot read the definition of {self.database}.{name}: {exc}") from exc
+                plans = await self._plan(src, texts, parse_create_table)
+                doc = {
+                    "snapshot_id": snapshot_id,
+                    "replica": self.replica,
+                    "database": self.database,
+                    "target_database": self.target_database,
+                    "engine": self.engine,
+                    "kind": kind,
+                    "status": "running",
+                    "created": time.time(),
+                    "start_position": {"file": start_position.file, "offset": start_position.offset},
+                    "source": self.dsn.display,
+                    "where": o.where,
+                    "key_range": list(o.key_range) if o.key_range else None,
+                    "all_tables": not o.tables,
+                    "tables": texts,
+                    "plans": {t: p.to_json() for t, p in plans.items()},
+                }
+                definitions = {t: parse_create_table(texts[t], self.database) for t in texts}
+                for definition in definitions.values():
+                    await self._prepare_table(definition, kind)
+                await store.save(doc)
+            snapshot_id = store.snapshot_id
+            definitions = {t: parse_create_table(texts[t], self.database) for t in texts}
+            tables = await self._copy_tables(definitions, plans)
+            all_chunks = [c for p in plans.values() for c in p.chunks]
+            states = await store.states()
+            todo = [c for c in all_chunks if c.ordinal not in states.done]
+            skipped = len(all_chunks) - len(todo)
+            rows_before = sum(rows for rows, _ in states.done.values())
+            logger.info(
+                "snapshot %s (%s of %s): %d chunks of %d tables, %d to copy",
+                snapshot_id,
+                kind,
+                self.replica,
+                len(all_chunks),
+                len(plans),
+                len(todo),
+            )
+            if todo:
+                await src.close()  # not needed while the executors work (long snapshots: server timeouts)
+                try:
+                    await self._execute(store, tables, todo, all_chunks, rows_before, started)
+                except BaseException as exc:
+                    doc["status"] = "failed"
+                    doc["error"] = str(exc)[:2000] if isinstance(exc, Exception) else type(exc).__name__
+                    with contextlib.suppress(Exception):
+                        await asyncio.shield(store.save(doc))
+                    raise
+                src = await connect_source(self.dsn)
+            states = await store.states()
+            missing = [c.label for c in all_chunks if c.ordinal not in states.done]
+            if missing:
+                raise SnapshotError(
+                    f"snapshot {snapshot_id}: chunks {', '.join(missing[:10])} did not finish; run again with "
+                    f"--resume {snapshot_id}"
+                )
+            await self._check_schemas(
+                src, texts, "during the snapshot", store=store, doc=doc, all_tables=bool(doc.get("all_tables"))
+            )
+            low = states.min_watermark
+            if low is None:
+                sp = doc["start_position"]
+                low = Watermark(str(sp["file"]), int(sp["offset"]))
+            gtids = await gtid_set_at(src, low)
+            if gtids is None and flavor == "mariadb":
+                raise SnapshotError(
+                    f"cannot compute the GTID position at the snapshot's low watermark {low} (BINLOG_GTID_POS "
+                    "returned NULL: was the binlog file purged?); the stream could not start there"
+                )
+            position = low.to_position(flavor, gtids)
+        finally:
+            await src.close()
+
+        saved = False
+        if kind == "initial":
+            cp = Checkpoint(self.replica, position, tables=texts, source=self.dsn.display)
+            await save_checkpoint(self.target, cp, meta_database=o.meta_database)
+            saved = True
+        doc["status"] = "finished"
+        doc["position"] = str(position)
+        await store.save(doc)
+        table_rows: dict[str, int] = {}
+        by_ordinal = {c.ordinal: c for c in all_chunks}
+        for ordinal, (rows, _) in states.done.items():
+            name = by_ordinal[ordinal].table
+            table_rows[name] = table_rows.get(name, 0) + rows
+        total = sum(table_rows.values())
+        result = SnapshotResult(
+            snapshot_id=snapshot_id,
+            kind=kind,
+            replica=self.replica,
+            position=position,
+            tables=texts,
+            rows=total,
+            rows_this_run=total - rows_before,
+            chunks=len(all_chunks),
+            chunks_skipped=skipped,
+            seconds=time.monotonic() - started,
+            table_rows=table_rows,
+            checkpoint_saved=saved,
+        )
+        logger.info("%s", result.summary())
+        return result
+
+    async def _load(self, resume: str) -> tuple[StateStore, dict[str, Any]]:
+        snapshot_id = resume
+        probe = StateStore(self.target, self.o.meta_database, resume)
+        await probe.ensure()
+        if resume == "latest":
+            found = await probe.latest(self.replica, unfinished=True)
+            if found is None:
+                raise SnapshotError(f"replica {self.replica!r} has no unfinished snapshot to resume")
+            snapshot_id = found
+        store = StateStore(self.target, self.o.meta_database, snapshot_id)
+        doc = await store.load()
+        if doc is None:
+            raise SnapshotError(f"no snapshot {snapshot_id!r} in {self.o.meta_database}: nothing to resume")
+        if doc.get("database") != self.database:
+            raise SnapshotError(
+                f"snapshot {snapshot_id} copies database {doc.get('database')!r}, not {self.database!r}"
+            )
+        if doc.get("status") == "finished":
+            raise SnapshotError(f"snapshot {snapshot_id} has finished already")
+        return store, doc
+
+    async def _plan(
+        self, src: SourceConnection, texts: dict[str, str], parse: Callable[[str, str], TableDef]
+    ) -> dict[str, TablePlan]:
+        parallelism = self.o.parallelism or _default_parallelism(self.spark)
+        plans: dict[str, TablePlan] = {}
+        ordinal = 0
+        for name, text in texts.items():
+            definition = parse(text, self.database)
+            key, _ = choose_key(definition)
+            filters = [key_range_filter(definition, key, self.o.key_range)] if self.o.key_range else []
+            plan = await plan_table(
+                src,
+                self.database,
+                definition,
+                chunk_rows=self.o.chunk_rows,
+                parallelism=parallelism,
+                filters=filters,
+                first_ordinal=ordinal,
+            )
+            ordinal += len(plan.chunks)
+            plans[name] = plan
+            logger.info(
+                "%s: %s chunks by %s key %s (~%d rows)",
+                name,
+                len(plan.chunks),
+                plan.method,
+                plan.key,
+                plan.estimated_rows,
+            )
+        return plans
+
+    async def _check_schemas(
+        self,
+        src: SourceConnection,
+        texts: dict[str, str],
+        when: str,
+        *,
+        store: StateStore | None = None,
+        doc: dict[str, Any] | None = None,
+        all_tables: bool = False,
+    ) -> None:
+        """Fail when a copied table's definition changed (or, copying a whole database, a table appeared: it
+        would be missing from the replica, its CREATE being older than the position the stream starts from)."""
+        changed = []
+        if all_tables:
+            changed += [f"{t} (created)" for t in await src.tables(self.database) if t not in texts]
+        for name, text in texts.items():
+            try:
+                now = await show_create_table(src, self.database, name)
+            except MybinlogError:
+                changed.append(f"{name} (dropped)")
+                continue
+            if normalize_create(now) != normalize_create(text):
+                changed.append(name)
+        if not changed:
+            return
+        if store is not None and doc is not None:
+            doc["status"] = "failed"
+            doc["error"] = f"schema changed: {', '.join(changed)}"
+            await store.save(doc)
+        raise SnapshotError(
+            f"the definition of {', '.join(changed)} changed {when} (a DDL ran): the copied rows may not match "
+            "one schema, so the snapshot is not valid; start a new snapshot (without --resume) when no DDL runs "
+            "on these tables"
+        )
+
+    async def _execute(
+        self,
+        store: StateStore,
+        tables: dict[str, CopyTable],
+        todo: list[Chunk],
+        all_chunks: list[Chunk],
+        rows_before: int,
+        started: float,
+    ) -> None:
+        o = self.o
+        spool = self.target.kind == "chdb"
+        spool_dir: Path | None = None
+        own_spool = False
+        if spool:
+            master = str(self.spark.sparkContext.master)
+            if not master.startswith("local") and not o.spool_dir:
+                raise ConfigurationError(
+                    f"an embedded ClickHouse (chdb) target on a cluster (master {master}) needs --spool-dir on a file "
+                    "system shared by the driver and the executors; or use a ClickHouse server"
+                )
+            if o.spool_dir:
+                spool_dir = Path(o.spool_dir) / store.snapshot_id
+            else:
+                spool_dir = Path(tempfile.mkdtemp(prefix="mybinlog-spool-"))
+                own_spool = True
+            spool_dir.mkdir(parents=True, exist_ok=True)
+            for stale in spool_dir.iterdir():  # left by a killed run: its attempts are abandoned
+                stale.unlink()
+        job = CopyJob(
+            snapshot_id=store.snapshot_id,
+            source=self.dsn,
+            tables=tables,
+            capabilities=self.target.capabilities,
+            sink="spool" if spool else "http",
+            target_url=_executor_target_url(o.target) if not spool else "",
+            meta_database=o.meta_database,
+            spool_dir=str(spool_dir) if spool_dir is not None else None,
+            batch_rows=o.batch_rows,
+            batch_bytes=o.batch_bytes,
+            hold=o.hold,
+        )
+        groups = balance(todo, o.parallelism) if o.parallelism else [[c] for c in todo]
+        loader = (
+            SpoolLoader(spool_dir, self.target, store, {c.ordinal: c for c in all_chunks}, tables)
+            if spool_dir is not None
+            else None
+        )
+        group_id = f"mybinlog-snapshot-{store.snapshot_id}"
+        sc = self.spark.sparkContext
+
+        def run_job() -> list[dict[str, Any]]:
+            sc.setJobGroup(group_id, f"mybinlog snapshot {store.snapshot_id}", interruptOnCancel=True)
+            rdd = sc.parallelize(groups, len(groups))
+            results: list[dict[str, Any]] = rdd.mapPartitions(functools.partial(_partition_task, job)).collect()
+            return results
+
+        total = sum(c.estimated_rows for c in all_chunks)
+        chunk_count = len(all_chunks)
+        worker = asyncio.ensure_future(asyncio.to_thread(run_job))
+        last_report = 0.0
+        try:
+            while True:
+                done, _ = await asyncio.wait({worker}, timeout=0.2 if loader is not None else 0.5)
+                if loader is not None:
+                    await loader.step()
+                now = time.monotonic()
+                if done or now - last_report >= o.progress_interval:
+                    last_report = now
+                    states = await store.states()
+                    self._report(store.snapshot_id, states, total, chunk_count, rows_before, now - started)
+                if done:
+                    break
+            try:
+                results = worker.result()
+            except Exception as exc:  # noqa: BLE001 - Py4J/Spark errors have no common base we can import
+                raise _spark_error(exc, store.snapshot_id) from None
+            if loader is not None:  # the executors are done: load what they left
+                while await loader.step():
+                    pass
+            for r in results:
+                cr = ChunkResult.from_dict(r)
+                logger.debug(
+                    "chunk %d: %d rows in %.2f s (low watermark %s)", cr.ordinal, cr.rows, cr.seconds, cr.watermark
+                )
+            states = await store.states()
+            self._report(store.snapshot_id, states, total, chunk_count, rows_before, time.monotonic() - started)
+        except BaseException:
+            if not worker.done():
+                with contextlib.suppress(Exception):
+                    sc.cancelJobGroup(group_id)
+                with contextlib.suppress(BaseException):
+                    await asyncio.shield(worker)
+            raise
+        finally:
+            if own_spool and spool_dir is not None:
+                shutil.rmtree(spool_dir, ignore_errors=True)
+
+    def _report(
+        self, snapshot_id: str, states: ChunkStates, total: int, chunks: int, rows_before: int, elapsed: float
+    ) -> None:
+        if self.on_progress is None:
+            return
+        done_rows = states.rows_done
+        this_run = max(0, done_rows - rows_before)
+        rate = this_run / elapsed if elapsed > 0 else 0.0
+        remaining = max(0, total - done_rows)
+        eta = remaining / rate if rate > 0 else None
+        if len(states.done) == chunks:
+            eta = 0.0
+        total = max(total, done_rows)
+        self.on_progress(SnapshotProgress(snapshot_id, done_rows, total, len(states.done), chunks, elapsed, rate, eta))
+
+
+def _default_parallelism(spark: Any) -> int:
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:  # noqa: BLE001 - any Spark trouble: plan for two cores
+        return 2
+
+
+async def run_snapshot(
+    options: SnapshotOptions,
+    *,
+    spark: Any = None,
+    target: Target | None = None,
+    master: str | None = None,
+    on_progress: Callable[[SnapshotProgress], None] | None = None,
+) -> SnapshotResult:
+    """Run a snapshot (or resume one) and return its result; see docs/snapshot.md.
+
+    ``spark``: a SparkSession (default: the active one, else a new :func:`spark_session` with ``master``,
+    stopped at the end). ``target``: an open target to use on the driver (default: opened from
+    ``options.target``). With a server, the executors open their own connections from ``options.target``, which
+    is then required; with chdb only the driver writes, through ``target`` (so a process that already holds the
+    chdb directory, like the replicator, can pass it). ``on_progress`` is called every
+    ``options.progress_interval`` seconds while chunks run.
+    """
+    from ..replication._target import open_target
+
+    own = target is None
+    if target is None:
+        if not options.target:
+            raise ConfigurationError(
+                "name the ClickHouse target: SnapshotOptions(target='http://...' or 'chdb:///path')"
+            )
+    elif target.kind != "chdb" and not options.target:
+        raise ConfigurationError(
+            "the executors write to the ClickHouse server themselves: give its URL (with credentials, or "
+            "MYBINLOG_CH_PASSWORD) in SnapshotOptions.target as well as the open target"
+        )
+    own_spark = False
+    if spark is None:
+        spark, own_spark = await asyncio.to_thread(_session, master)
+    try:
+        if target is None:
+            target = await open_target(options.target)
+        try:
+            return await _Run(options, target, spark, on_progress).run()
+        finally:
+            if own:
+                await target.aclose()
+    finally:
+        if own_spark:
+            await asyncio.shield(asyncio.to_thread(spark.stop))
