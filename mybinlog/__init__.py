@@ -10,6 +10,8 @@ The public API lives here; every other module is private. Layers:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._dsn import DSN
 from ._exceptions import (
     AuthenticationError,
@@ -73,25 +75,64 @@ from ._protocol._events import (
 )
 from ._protocol._jsonb import JsonDiff, JsonOpaque, apply_json_diffs
 from ._protocol._table import ColumnInfo, TableMap
-from ._sharing import (
-    Binlog,
-    BinlogClient,
-    BinlogClientFactory,
-    BinlogClosedError,
-    BinlogDetachedError,
-    BinlogEventsDispatcher,
-    BinlogStatus,
-    BinlogStoppedError,
-    StatusReadError,
-    StatusServer,
-    get_binlog_client,
-    get_binlog_client_factory,
-    read_status,
-    serve_status,
-    status_document,
-)
-from ._stream import BinlogStream
-from ._transport import ServerInfo
+
+if TYPE_CHECKING:  # imported on first use (below): `mybinlog dump` and file readers start faster without them
+    from ._sharing import (
+        Binlog,
+        BinlogClient,
+        BinlogClientFactory,
+        BinlogClosedError,
+        BinlogDetachedError,
+        BinlogEventsDispatcher,
+        BinlogStatus,
+        BinlogStoppedError,
+        StatusReadError,
+        StatusServer,
+        get_binlog_client,
+        get_binlog_client_factory,
+        read_status,
+        serve_status,
+        status_document,
+    )
+    from ._stream import BinlogStream
+    from ._transport import ServerInfo
+
+# name -> module, for the names imported on first use (the asyncio connection and sharing layers)
+_LAZY = {
+    "Binlog": "._sharing",
+    "BinlogClient": "._sharing",
+    "BinlogClientFactory": "._sharing",
+    "BinlogClosedError": "._sharing",
+    "BinlogDetachedError": "._sharing",
+    "BinlogEventsDispatcher": "._sharing",
+    "BinlogStatus": "._sharing",
+    "BinlogStoppedError": "._sharing",
+    "StatusReadError": "._sharing",
+    "StatusServer": "._sharing",
+    "get_binlog_client": "._sharing",
+    "get_binlog_client_factory": "._sharing",
+    "read_status": "._sharing",
+    "serve_status": "._sharing",
+    "status_document": "._sharing",
+    "BinlogStream": "._stream",
+    "ServerInfo": "._transport",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0.dev0"
 

@@ -13,12 +13,14 @@ User and password are percent-decoded (write ``@`` as ``%40``, ``:`` as ``%3A``)
 from __future__ import annotations
 
 import math
-import ssl as _ssl
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from ._exceptions import ConfigurationError
+
+if TYPE_CHECKING:
+    import ssl as _ssl
 
 __all__ = ["DSN", "SslMode"]
 
@@ -255,6 +257,8 @@ class DSN:
         """
         if self.ssl == "disabled":
             return None
+        import ssl as _ssl  # here: most connections are plain, and the import costs start-up time
+
         verify = self.ssl in ("verify_ca", "verify_identity")
         try:
             ctx = _ssl.create_default_context(cafile=self.ssl_ca if verify else None)

@@ -212,20 +212,30 @@ def _table_json(table: Any) -> _TableJson:
     return entry
 
 
-_TYPE_NAMES: dict[int, str] = {}
+# (type code, file) -> '{"type":..,"type_code":..,"file":..,"offset":' : the part of the head that repeats
+_HEAD_PREFIX: dict[tuple[int, str | None], str] = {}
+
+
+def _head_prefix(event: Event) -> str:
+    file = event.file
+    key = (event.type_code, file)
+    prefix = _HEAD_PREFIX.get(key)
+    if prefix is None:
+        if len(_HEAD_PREFIX) > 4096:
+            _HEAD_PREFIX.clear()
+        prefix = _HEAD_PREFIX[key] = (
+            f'{{"type":{_jstr(event.type_name)},"type_code":{event.type_code},'
+            f'"file":{"null" if file is None else _jstr(file)},"offset":'
+        )
+    return prefix
 
 
 def _head(event: Event) -> str:
     """The common fields of an event's JSON object, without the closing brace."""
-    type_code = event.type_code
-    type_name = _TYPE_NAMES.get(type_code)
-    if type_name is None:
-        type_name = _TYPE_NAMES[type_code] = event.type_name
-    file = event.file
+    prefix = _HEAD_PREFIX.get((event.type_code, event.file)) or _head_prefix(event)
     offset = event.offset
     head = (
-        f'{{"type":{_jstr(type_name)},"type_code":{type_code},"file":{"null" if file is None else _jstr(file)},'
-        f'"offset":{"null" if offset is None else offset},"log_pos":{event.log_pos},'
+        f'{prefix}{"null" if offset is None else offset},"log_pos":{event.log_pos},'
         f'"timestamp":{event.timestamp},"server_id":{event.server_id},"size":{event.size},"flags":{event.flags}'
     )
     if event.in_payload:
@@ -245,9 +255,23 @@ def _json_update_rows(event: Any) -> str:
     return f'{_head(event)},{names},"columns":{columns},"rows":[{rows}]}}'
 
 
+# (table id, id(table)) -> (table, ',"table_id":..,"schema":..,"table":..,"columns":..,"column_types":..}')
+_TABLE_MAP_TAILS: dict[tuple[int, int], tuple[Any, str]] = {}
+
+
 def _json_table_map(event: Any) -> str:
-    _, names, columns, types, _fmt = _table_json(event.table)
-    return f'{_head(event)},"table_id":{event.table_id},{names},"columns":{columns},"column_types":{types}}}'
+    table = event.table
+    key = (event.table_id, id(table))
+    cached = _TABLE_MAP_TAILS.get(key)
+    if cached is None or cached[0] is not table:
+        _, names, columns, types, _fmt = _table_json(table)
+        if len(_TABLE_MAP_TAILS) > 4096:
+            _TABLE_MAP_TAILS.clear()
+        cached = _TABLE_MAP_TAILS[key] = (
+            table,
+            f',"table_id":{event.table_id},{names},"columns":{columns},"column_types":{types}}}',
+        )
+    return _head(event) + cached[1]
 
 
 def _json_query_text(event: Any) -> str:

@@ -221,6 +221,11 @@ class BinlogStream:
         if conn is not None:
             await conn.close()
 
+    @property
+    def has_pending(self) -> bool:
+        """Whether the next event is already decoded (the next ``__anext__`` will not wait for the server)."""
+        return bool(self._pending)
+
     # ------------------------------------------------------------------------------------------------
     def __aiter__(self) -> AsyncIterator[Event]:
         return self

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import dataclasses
 import logging
@@ -24,7 +23,9 @@ __all__ = ["main"]
 logger = logging.getLogger("mybinlog.cli")
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def _build_parser(plugins: bool = True) -> argparse.ArgumentParser:
+    """The argument parser; ``plugins=False`` leaves out the subcommands living in their own modules (their
+    imports cost start-up time that ``mybinlog dump`` does not need)."""
     parser = argparse.ArgumentParser(prog="mybinlog", description="MySQL/MariaDB change data capture tools.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -72,7 +73,7 @@ def _build_parser() -> argparse.ArgumentParser:
     # subcommands living in their own modules: each defines register(sub) and sets func=run(args) -> int
     import importlib
 
-    for module in _PLUGIN_MODULES:
+    for module in _PLUGIN_MODULES if plugins else ():
         try:
             mod = importlib.import_module(module, __package__)
         except ModuleNotFoundError as exc:  # only "this subcommand is not part of this build"; other errors raise
@@ -128,19 +129,32 @@ async def _dump_server(args: argparse.Namespace, out: TextIO) -> int:
     )
     render = _render(args.format)
     n = 0
-    async with stream:
-        async for event in stream:
-            out.write(render(event) + "\n")
-            n += 1
-            if args.limit is not None and n >= args.limit:
-                break
-            if n % 256 == 0:
-                out.flush()
-    out.flush()
+    buf: list[str] = []
+    try:
+        async with stream:
+            async for event in stream:
+                buf.append(render(event))
+                n += 1
+                if args.limit is not None and n >= args.limit:
+                    break
+                # write in chunks while a batch is being handed out; flush whenever the stream is about to
+                # wait for the server, so that a live tail shows every event at once
+                caught_up = not stream.has_pending
+                if caught_up or len(buf) >= 512:
+                    out.write("\n".join(buf) + "\n")
+                    buf.clear()
+                    if caught_up:
+                        out.flush()
+    finally:
+        if buf:
+            out.write("\n".join(buf) + "\n")
+        out.flush()
     return n
 
 
 def _run_async(coro_factory: Callable[[], Coroutine[Any, Any, object]]) -> None:
+    import asyncio  # here, not at the top: `mybinlog dump --file` starts faster without it
+
     async def runner() -> None:
         task = asyncio.ensure_future(coro_factory())
         loop = asyncio.get_running_loop()
@@ -154,7 +168,9 @@ def _run_async(coro_factory: Callable[[], Coroutine[Any, Any, object]]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    parser = _build_parser(plugins=command not in ("dump", "demo"))
     args = parser.parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
@@ -183,6 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
                 _run_async(lambda: run_stream_demo(args.transactions, args.format, out))
             else:
+                import asyncio
+
                 from ._demo import run_demo
 
                 rc = asyncio.run(run_demo(args.rows, args.seconds, args.target_dir, out))

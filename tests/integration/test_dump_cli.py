@@ -435,3 +435,47 @@ def test_offsets_types_and_row_counts_match_mariadb_binlog(dumped: Dumped) -> No
         their_rows = {e.offset: e.rows for e in theirs if e.rows}
         assert their_rows == our_rows
         assert sum(sum(c.values()) for c in our_rows.values()) > 10
+
+
+# --- live tail ---
+
+
+def test_live_tail_prints_each_transaction_without_waiting_for_more(server: MariaDBServer) -> None:
+    """A blocking ``dump --dsn`` into a pipe shows a transaction as soon as it is read: the output is flushed
+    whenever the stream waits for the server (not only every few hundred events)."""
+    import selectors
+    import time
+
+    server.execute("CREATE DATABASE IF NOT EXISTS tail_db")
+    server.execute("CREATE TABLE IF NOT EXISTS tail_db.t (id INT PRIMARY KEY, v VARCHAR(20))")
+    gtid = server.gtid_binlog_pos()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mybinlog", "dump", "--dsn", server.repl_dsn, "--gtid", gtid, "--format", "jsonl"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert proc.stdout is not None
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    try:
+        for i in range(3):  # each transaction alone, the next one written only after this one was printed
+            server.execute("INSERT INTO tail_db.t VALUES (%s, %s)", (i, f"tail-{i}"))
+            deadline = time.monotonic() + TIMEOUT
+            seen: dict[str, Any] | None = None
+            while seen is None:
+                remaining = deadline - time.monotonic()
+                assert remaining > 0, f"transaction {i} was not printed"
+                if not sel.select(remaining):
+                    continue
+                line = proc.stdout.readline()
+                assert line, f"dump exited: {proc.stderr.read() if proc.stderr else ''}"
+                event = json.loads(line)
+                if event["type"].startswith("WRITE_ROWS") and event["rows"][0] == [i, f"tail-{i}"]:
+                    seen = event
+            assert seen["table"] == "t"
+    finally:
+        sel.close()
+        proc.terminate()
+        proc.wait(timeout=TIMEOUT)
