@@ -10,7 +10,7 @@ The public API lives here; every other module is private. Layers:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
 from ._dsn import DSN
 from ._exceptions import (
@@ -76,7 +76,7 @@ from ._protocol._events import (
 from ._protocol._jsonb import JsonDiff, JsonOpaque, apply_json_diffs
 from ._protocol._table import ColumnInfo, TableMap
 
-if TYPE_CHECKING:  # imported on first use (below): `mybinlog dump` and file readers start faster without them
+if _typing.TYPE_CHECKING:  # imported on first use (below): `mybinlog dump` and file readers start faster without them
     from ._sharing import (
         Binlog,
         BinlogClient,
@@ -119,7 +119,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,6 +8,8 @@ import sys
 import types
 from pathlib import Path
 
+import pytest
+
 import mybinlog
 
 
@@ -44,8 +46,19 @@ def test_decoder_is_sans_io() -> None:
     """Every module of the decoder (and the GTID sets it uses) imports nothing that performs IO."""
     root = Path(mybinlog.__file__).parent
     files = [*sorted((root / "_protocol").glob("*.py")), root / "_gtid.py", root / "_exceptions.py"]
-    allowed_relative = {".", "._constants", "._events", "._reader", "._table", "._values", "._jsonb", "._decoder",
-                        ".._exceptions", ".._gtid", "._exceptions"}
+    allowed_relative = {
+        ".",
+        "._constants",
+        "._events",
+        "._reader",
+        "._table",
+        "._values",
+        "._jsonb",
+        "._decoder",
+        ".._exceptions",
+        ".._gtid",
+        "._exceptions",
+    }
     for path in files:
         for name in _imports(path):
             if name.startswith("."):
@@ -58,3 +71,21 @@ def test_core_import_does_not_need_extras() -> None:
     loaded = _modules_after_import("mybinlog")
     for extra in ("pyspark", "chdb", "aiochclient", "pymysql", "pymysqlreplication"):
         assert extra not in loaded, f"`import mybinlog` pulls in {extra}"
+
+
+def test_core_import_is_light_and_lazy_names_resolve() -> None:
+    """`import mybinlog` (and so `mybinlog dump --file`) does not load the asyncio connection layer; the names
+    living there are imported on first use, and `from mybinlog import ...` still works for them."""
+    loaded = _modules_after_import("mybinlog")
+    for heavy in ("asyncio", "asyncmy", "ssl", "mybinlog._sharing", "mybinlog._stream", "mybinlog._transport"):
+        assert heavy not in loaded, f"`import mybinlog` pulls in {heavy}"
+    code = (
+        "import sys, mybinlog; from mybinlog import BinlogStream, get_binlog_client, ServerInfo; "
+        "import mybinlog._stream as s, mybinlog._sharing as h, mybinlog._transport as t; "
+        "assert BinlogStream is s.BinlogStream and get_binlog_client is h.get_binlog_client; "
+        "assert ServerInfo is t.ServerInfo and mybinlog.Binlog is h.Binlog; print('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "ok"
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
+        mybinlog.NoSuchName  # noqa: B018
