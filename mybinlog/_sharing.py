@@ -30,17 +30,19 @@ IBinlog::getPosition                             Binlog.position
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import copy
 import itertools
 import json
 import logging
+import operator
 import os
 import socket
 import time
 import urllib.parse
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Generator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Generator, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -213,7 +215,21 @@ _FORWARD_TYPES = (GtidEvent, MariadbGtidEvent, RotateEvent, XidEvent, QueryEvent
 class _Item:
     """One event as the dispatcher saw it (or a per-table decode error)."""
 
-    __slots__ = ("error", "event", "gtid", "holders", "in_txn", "is_gtid", "kind", "position", "table", "windowed")
+    __slots__ = (
+        "error",
+        "event",
+        "gtid",
+        "holders",
+        "home",
+        "in_txn",
+        "is_gtid",
+        "kind",
+        "mark",
+        "position",
+        "size",
+        "table",
+        "windowed",
+    )
 
     def __init__(
         self,
@@ -235,14 +251,178 @@ class _Item:
         self.gtid = gtid
         self.error = error
         self.table = table
-        self.holders = 0  # rows events: consumer queues still holding it
+        # what it takes in a consumer queue: its wire size when it is handed out, 0 for a position-only marker
+        self.size = event.size if event is not None and kind in (_FORWARDED, _ROWS) else 0
+        # a consumer reads it outside the fast path: it moves the position, or it is only a marker
+        self.mark = position is not None or kind == _NOT_FORWARDED
+        # rows events: consumer queues still holding it, counted here (batches that are not its home) plus in
+        # `home` (the queues holding the batch that is its home: one count per queue, not per item)
+        self.holders = 0
+        self.home: _Count | None = None
         self.windowed = False  # in its client's window of shared rows events
 
 
 _Entry = tuple[_Item | None, BinlogPosition | None, BaseException | None]
 """A consumer queue entry as routed: the item whose event is handed out (None: only a position or an error)."""
 
+_KIND = operator.attrgetter("kind")
+_SIZE = operator.attrgetter("size")
+_MARK = operator.attrgetter("mark")
+_IS_EVENT = (False, True, True, False).__getitem__  # by kind: handed out (_FORWARDED, _ROWS)
+_IS_ROWS = (False, False, True, False).__getitem__
+
+
+class _Count:
+    """How many consumer queues hold a home batch (see :class:`_Batch`)."""
+
+    __slots__ = ("n",)
+
+    def __init__(self) -> None:
+        self.n = 0
+
+
+class _Routed:
+    """An entry routed for one consumer: ``item`` (None: a marker) with the consumer's own ``position``."""
+
+    __slots__ = ("item", "position")
+
+    def __init__(self, item: _Item | None, position: BinlogPosition | None) -> None:
+        self.item = item
+        self.position = position
+
+    @property
+    def event(self) -> Event | None:  # what the fast path hands out (an entry before the next mark has an item)
+        return None if self.item is None else self.item.event
+
+
+class _Batch:
+    """One consumer queue entry: what a consumer gets from one flush of its dispatcher (or the part of it that
+    fitted in its queue). Plain consumers with the same table filter share one batch object.
+
+    ``entries`` are either the dispatcher's items themselves (``routed`` False: an item of kind ``_FORWARDED``
+    or ``_ROWS`` is handed out, ``_NOT_FORWARDED`` only moves the position; each item's own position applies),
+    or :class:`_Routed` entries routed for one consumer (``routed`` True: skip sets, positions merged with what
+    the consumer had executed, a transaction it must wait out). ``index`` maps an entry back to the
+    flushed items (None: entry ``j`` is item ``offset + j``); ``marks`` are the entries a consumer reads outside
+    its fast path (a position to take, a marker).
+
+    A queue holds a batch from the moment it is queued until the consumer has read it to the end. The unfiltered
+    batch of a flush is the ``home`` of its items: its holders are counted once per queue (``home.n``), those of
+    other batches on each rows event (``_Item.holders``).
+    """
+
+    __slots__ = ("_prefix", "entries", "home", "index", "marks", "nbytes", "nevents", "offset", "routed", "windowed")
+
+    def __init__(
+        self,
+        entries: list[Any],
+        routed: bool,
+        nbytes: int,
+        nevents: int,
+        *,
+        index: list[int] | None = None,
+        offset: int = 0,
+        marks: list[int] | None = None,
+    ) -> None:
+        self.entries = entries
+        self.routed = routed
+        self.nbytes = nbytes  # bytes of the events handed out (what counts against max_bytes_in_binlog_queue)
+        self.nevents = nevents  # events handed out (markers not counted)
+        self.index = index
+        self.offset = offset
+        self.marks: list[int] = marks if marks is not None else []
+        self.home: _Count | None = None
+        self.windowed = 0  # entries before this one were read and went through the window (if others hold them)
+        self._prefix: tuple[list[int], list[int]] | None = None
+
+    @classmethod
+    def of_items(cls, items: list[_Item], *, index: list[int] | None = None, offset: int = 0) -> _Batch:
+        kinds = list(map(_KIND, items))
+        nevents = len(kinds) - kinds.count(_NOT_FORWARDED)
+        marks = list(itertools.compress(range(len(items)), map(_MARK, items)))
+        return cls(items, False, sum(map(_SIZE, items)), nevents, index=index, offset=offset, marks=marks)
+
+    @classmethod
+    def of_routed(cls, entries: list[_Routed], index: list[int]) -> _Batch:
+        nbytes = nevents = 0
+        marks = []
+        for j, entry in enumerate(entries):
+            item = entry.item
+            if item is not None:
+                nbytes += item.size
+                nevents += 1
+            if item is None or entry.position is not None:
+                marks.append(j)
+        return cls(entries, True, nbytes, nevents, index=index, marks=marks)
+
+    def claim(self) -> None:
+        """Become the home of its items (none of them has one yet)."""
+        home = self.home = _Count()
+        for item in self.entries:
+            item.home = home
+
+    def prefix(self) -> tuple[list[int], list[int]]:
+        """(bytes, events) before each entry, one more than there are entries; computed when first needed."""
+        if self._prefix is None:
+            if self.routed:
+                sizes = [0 if e.item is None else e.item.size for e in self.entries]
+                counts = [e.item is not None for e in self.entries]
+            else:
+                sizes = list(map(_SIZE, self.entries))
+                counts = list(map(_IS_EVENT, map(_KIND, self.entries)))
+            self._prefix = (list(itertools.accumulate(sizes, initial=0)), list(itertools.accumulate(counts, initial=0)))
+        return self._prefix
+
+    def item_index(self, j: int) -> int:
+        """The position of entry ``j`` among the flushed items."""
+        return self.offset + j if self.index is None else self.index[j]
+
+    def part(self, start: int, end: int) -> _Batch:
+        """Entries ``start:end`` as a batch of their own (a queue never keeps alive entries it does not hold)."""
+        if start == 0 and end == len(self.entries):
+            return self
+        cum, counts = self.prefix()
+        entries = self.entries[start:end]
+        if self.routed:
+            marks = [j for j, e in enumerate(entries) if e.item is None or e.position is not None]
+        else:
+            marks = list(itertools.compress(range(len(entries)), map(_MARK, entries)))
+        return _Batch(entries, self.routed, cum[end] - cum[start], counts[end] - counts[start], marks=marks)
+
+    def rows(self, start: int = 0, end: int | None = None) -> Iterator[_Item]:
+        """Its rows events (among entries ``start:end``)."""
+        entries = self.entries if start == 0 and end is None else self.entries[start:end]
+        if self.routed:
+            return (e.item for e in entries if e.item is not None and e.item.kind == _ROWS)
+        return itertools.compress(entries, map(_IS_ROWS, map(_KIND, entries)))
+
+    def hold(self, queues: int) -> None:
+        """``queues`` more consumer queues hold this batch."""
+        if self.home is not None:
+            self.home.n += queues
+        else:
+            for item in self.rows():
+                item.holders += queues
+
+    def release(self) -> None:
+        """A queue no longer holds this batch (read to its end, or dropped)."""
+        if self.home is not None:
+            self.home.n -= 1
+        else:
+            for item in self.rows():
+                item.holders -= 1
+
+
+def _held(item: _Item) -> int:
+    """How many consumer queues hold ``item`` (a rows event)."""
+    home = item.home
+    return item.holders if home is None else item.holders + home.n
+
+
+_NO_BATCH: Final = _Batch([], False, 0, 0)
+
 SHARED_DECODE_MIN_BYTES: Final = 256 << 10
+_WINDOW_STEP: Final = 256
 
 
 def _private_copy(event: RowsEvent) -> RowsEvent:
@@ -290,6 +470,10 @@ class Binlog:
     that passes when the queue is empty. When the queue is full the dispatcher waits up to ``max_waiting_ms``
     (all consumers of the dispatcher wait with it), then detaches the consumer: you get what was queued, then
     :class:`BinlogDetachedError`.
+
+    The dispatcher queues what one flush brings this consumer as one entry (a :class:`_Batch`; the part that fits
+    when not all of it does), shared by every consumer without routing state of its own and the same table filter;
+    the consumer hands its events out one at a time, with per-event work only where the position moves.
     """
 
     def __init__(
@@ -312,8 +496,21 @@ class Binlog:
         self.tables = frozenset(tables) if tables is not None else None
         self._position = position
         self._requested = requested
-        self._queue: deque[tuple[_Item | None, BinlogPosition | None, BaseException | None, int]] = deque()
-        self._bytes = 0
+        # the queue: batches delivered by the dispatcher (one per flush, or the part of one that fitted); the
+        # first one is being read (_items up to _i), the others wait in _batches
+        self._batch = _NO_BATCH
+        self._items: list[Any] = _NO_BATCH.entries
+        self._i = 0
+        self._end = 0
+        self._fast_end = 0  # __anext__ hands out the current batch's items inline up to here (the next mark)
+        self._mark = 0  # the first of the current batch's marks not passed yet
+        self._routed_batch = False  # the current batch has _Routed entries
+        self._batches: deque[_Batch] = deque()
+        self._batches_bytes = 0
+        self._batches_events = 0
+        self._read_bytes = 0  # totals of the batches read (to their end, or dropped)
+        self._read_events = 0
+        self._space_wanted = False  # the dispatcher waits for room: every event read sets _space
         self._data = asyncio.Event()
         self._space = asyncio.Event()
         self._state: str | None = None  # None while attached; _ENDED/_DETACHED/_STOPPED/_FAILED/_CLOSED after
@@ -328,8 +525,6 @@ class Binlog:
         self._skipping = False
         self._await_boundary = False
         self._wants: dict[tuple[str, str], bool] = {}
-        self.events_received = 0
-        self.bytes_received = 0
 
     def __repr__(self) -> str:
         state = self._state or "attached"
@@ -350,11 +545,23 @@ class Binlog:
     def detached(self) -> bool:
         return self._state == _DETACHED
 
+    @property
+    def events_received(self) -> int:
+        """Events handed out so far."""
+        return self._read_events + self._taken()[1]
+
+    @property
+    def bytes_received(self) -> int:
+        """Bytes (``Event.size``) of the events handed out so far."""
+        return self._read_bytes + self._taken()[0]
+
     def statistics(self) -> dict[str, int]:
         """Queue use: ``size`` (events queued), ``bytes``, ``max_bytes``, ``max_waiting_ms``, totals received."""
+        nbytes, nevents = self._taken()
+        batch = self._batch
         return {
-            "size": sum(1 for e in self._queue if e[0] is not None),
-            "bytes": self._bytes,
+            "size": self._batches_events + batch.nevents - nevents,
+            "bytes": self._batches_bytes + batch.nbytes - nbytes,
             "max_bytes": self.max_bytes,
             "max_waiting_ms": self.max_waiting_ms,
             "events_received": self.events_received,
@@ -365,6 +572,11 @@ class Binlog:
         return self
 
     async def __anext__(self) -> Event:
+        # the common case inline: an event of a shared batch that does not move the position (see _next)
+        i = self._i
+        if i < self._fast_end:
+            self._i = i + 1
+            return self._items[i].event  # type: ignore[no-any-return]  # an item before the next mark: an event
         event = await self._next(None)
         assert event is not None
         return event
@@ -375,6 +587,10 @@ class Binlog:
         Raises StopAsyncIteration at the end of a non-blocking source, :class:`BinlogDetachedError` after a detach,
         :class:`BinlogStoppedError` after the dispatcher stopped, the dispatcher's error after it failed.
         """
+        i = self._i
+        if i < self._fast_end:  # as in __anext__
+            self._i = i + 1
+            return self._items[i].event  # type: ignore[no-any-return]
         return await self._next(None if timeout_ms is None else timeout_ms / 1000)
 
     async def __aenter__(self) -> Binlog:
@@ -390,11 +606,11 @@ class Binlog:
         if self._state == _CLOSED:
             return
         self._state = _CLOSED
-        for item, _, _, _ in self._queue:
-            if item is not None and item.kind == _ROWS:
-                item.holders -= 1
-        self._queue.clear()
-        self._bytes = 0
+        self._drop_batch()
+        for batch in self._batches:
+            batch.release()
+        self._batches.clear()
+        self._batches_bytes = self._batches_events = 0
         self._space.set()
         self._data.set()
         dispatcher, self._dispatcher = self._dispatcher, None
@@ -427,26 +643,37 @@ class Binlog:
         while True:
             if self._state == _CLOSED:
                 raise BinlogClosedError(f"{self.name}: the consumer is closed; create a new one to read on")
-            queue = self._queue
-            if queue:
-                item, pos, error, size = queue.popleft()
-                self._bytes -= size
-                self._space.set()
+            i = self._i
+            if i < self._end:
+                self._i = i + 1
+                item: _Item | None
+                if self._routed_batch:
+                    entry = self._items[i]
+                    item, pos = entry.item, entry.position
+                else:
+                    item = self._items[i]
+                    pos = item.position
                 if pos is not None:
                     self._position = pos
-                if error is not None:
-                    raise error
-                if item is None:
+                if self._space_wanted:
+                    self._space.set()
+                batch = self._batch
+                if i >= batch.windowed:
+                    self.client._share(batch, i + 1)
+                self._sync_fast()
+                if item is None or item.kind == _NOT_FORWARDED:
                     continue
                 event = item.event
                 assert event is not None
-                if item.kind == _ROWS:
-                    item.holders -= 1
-                    if item.holders and not item.windowed:  # others will read it: share its rows for a while
-                        self.client._shared(item)
-                self.events_received += 1
-                self.bytes_received += size
                 return event
+            batch = self._batch
+            if batch is not _NO_BATCH:  # read to its end: let it go
+                if batch.windowed < self._end:
+                    self.client._share(batch, self._end)
+                self._drop_batch()
+            if self._batches:
+                self._next_batch()
+                continue
             self._raise_terminal()
             self._data.clear()
             if deadline is None:
@@ -460,6 +687,107 @@ class Binlog:
                         await self._data.wait()
                 except TimeoutError:
                     return None
+
+    def _drop_batch(self) -> None:
+        """Stop holding the current batch (read to its end, or the consumer is closed)."""
+        batch = self._batch
+        if batch is _NO_BATCH:
+            return
+        nbytes, nevents = self._taken()
+        self._read_bytes += nbytes
+        self._read_events += nevents
+        batch.release()
+        self._batch, self._items, self._i, self._end, self._fast_end = _NO_BATCH, _NO_BATCH.entries, 0, 0, 0
+
+    def _next_batch(self) -> None:
+        batch = self._batches.popleft()
+        self._batches_bytes -= batch.nbytes
+        self._batches_events -= batch.nevents
+        self._batch = batch
+        self._items = batch.entries
+        self._i = 0
+        self._end = len(batch.entries)
+        self._mark = 0
+        self._routed_batch = batch.routed
+        self._sync_fast()
+
+    def _sync_fast(self) -> None:
+        """Where the fast path of the current batch stops: its next mark (never while the dispatcher waits for room,
+        which every event read must signal)."""
+        if self._space_wanted:
+            self._fast_end = 0
+            return
+        marks = self._batch.marks
+        k = self._mark
+        i = self._i
+        n = len(marks)
+        while k < n and marks[k] < i:
+            k += 1
+        self._mark = k
+        end = marks[k] if k < n else self._end
+        if end - i > 1:
+            # stop at least every _WINDOW_STEP events or 1/8 of the sharing window's bytes, so that the rows events
+            # read go to the window in time (see BinlogClient._share)
+            end = min(end, i + _WINDOW_STEP)
+            cum = self._batch.prefix()[0]
+            step = self.client.shared_decode_bytes >> 3
+            if cum[end] - cum[i] > step:
+                end = max(bisect.bisect_right(cum, cum[i] + step, i, end) - 1, i + 1)
+        self._fast_end = end
+
+    def _taken(self) -> tuple[int, int]:
+        """(bytes, events) handed out from the current batch."""
+        i = self._i
+        if i == 0:
+            return 0, 0
+        batch = self._batch
+        if i >= self._end:
+            return batch.nbytes, batch.nevents
+        cum, counts = batch.prefix()
+        return cum[i], counts[i]
+
+    @property
+    def _bytes(self) -> int:
+        """Bytes queued (what counts against ``max_bytes``)."""
+        return self._batches_bytes + self._batch.nbytes - self._taken()[0]
+
+    @property
+    def _queue(self) -> list[tuple[_Item | None, BinlogPosition | None, BaseException | None, int]]:
+        """The entries still queued, one per event or position marker (for inspection: tests, debugging)."""
+        out: list[tuple[_Item | None, BinlogPosition | None, BaseException | None, int]] = []
+        batches = [(self._batch, self._i), *((b, 0) for b in self._batches)]
+        for batch, start in batches:
+            for entry in batch.entries[start:]:
+                item, pos = (entry.item, entry.position) if batch.routed else (entry, entry.position)
+                if item is not None and item.kind == _NOT_FORWARDED:
+                    item = None
+                out.append((item, pos, None, 0 if item is None else item.size))
+        return out
+
+    def _queue_empty(self) -> bool:
+        return self._i >= self._end and not self._batches
+
+    def _fit(self, batch: _Batch, start: int) -> int:
+        """How far (an entry index of ``batch``) its entries from ``start`` fit in the queue now. Markers always
+        fit; one event larger than ``max_bytes`` fits an empty queue."""
+        total = len(batch.entries)
+        limit = self.max_bytes
+        if not limit:
+            return total
+        room = limit - self._bytes
+        if start == 0 and batch.nbytes <= room:
+            return total
+        cum, _ = batch.prefix()
+        end = bisect.bisect_right(cum, cum[start] + max(room, 0), start) - 1
+        if end == start and start < total and self._queue_empty():
+            end = bisect.bisect_right(cum, cum[start + 1], start + 1) - 1  # that event, and the markers after it
+        return end
+
+    def _put(self, batch: _Batch) -> None:
+        self._batches.append(batch)
+        self._batches_bytes += batch.nbytes
+        self._batches_events += batch.nevents
+        self._data.set()
 
     def _raise_terminal(self) -> None:
         state = self._state
@@ -550,29 +878,6 @@ class Binlog:
             if table is None or self._wants_table(*table):
                 return (None, pos, item.error)
         return (None, pos, None) if pos is not None else None
-
-    def _try_put(self, entry: _Entry) -> bool:
-        """Queue ``entry`` unless the queue is full; markers (no event) always fit and coalesce."""
-        item, pos, error = entry
-        queue = self._queue
-        if item is None and error is None:
-            if queue:
-                last = queue[-1]
-                if last[0] is None and last[2] is None:
-                    queue[-1] = (None, pos, None, 0)
-                    return True
-            queue.append((None, pos, None, 0))
-            self._data.set()
-            return True
-        size = item.event.size if item is not None and item.event is not None else 0
-        if queue and self.max_bytes and self._bytes + size > self.max_bytes:
-            return False
-        queue.append((item, pos, error, size))
-        if item is not None and item.kind == _ROWS:
-            item.holders += 1
-        self._bytes += size
-        self._data.set()
-        return True
 
     def _finish(self, state: str, error: BaseException | None = None) -> None:
         if self._state is None:
@@ -897,35 +1202,169 @@ class BinlogEventsDispatcher:
                     return
 
     async def _deliver(self, items: list[_Item]) -> bool:
+        """Hand a flushed buffer to the consumers; True when it completed a transaction."""
+        if _ERROR not in map(_KIND, items):
+            return await self._deliver_batch(items)
         completed = False
-        for item in items:
-            # commit the item to the dispatcher's delivered state first: a consumer attached while we wait for a
-            # full queue below starts with the next item, consistently with this state
+        start = 0
+        for j, item in enumerate(items):
+            if item.kind == _ERROR:
+                if j > start:
+                    completed = await self._deliver_batch(items[start:j]) or completed
+                self._deliver_error(item)
+                start = j + 1
+        if start < len(items):
+            completed = await self._deliver_batch(items[start:]) or completed
+        return completed
+
+    async def _deliver_batch(self, items: list[_Item]) -> bool:
+        """Hand ``items`` (no ``_ERROR`` among them) to every consumer, one queue entry per consumer.
+
+        Consumers without routing state of their own (no skip set, nothing executed beyond the dispatcher, no
+        transaction to wait out) share one batch per table filter: their cost per event is the reading alone. The
+        others get a batch routed for them (:meth:`Binlog._route`) up to where they need none. A queue without
+        room for all of its batch gets what fits; the dispatcher then commits its state up to the first item some
+        queue has no room for (a consumer attached meanwhile starts right after it) and waits for those queues as
+        :meth:`_wait_and_put` says, every other consumer waiting with it, then goes on.
+        """
+        n = len(items)
+        shared: dict[tuple[Any, Any, int], _Batch] = {}
+        progress: dict[Binlog, list[Any]] = {}  # consumer -> [its batch, entries queued, the item index after it]
+        committed = 0  # items[:committed] are part of the dispatcher's delivered state
+        completed = False
+        while True:
+            stop = n  # the first item some queue has no room for
+            held: dict[int, list[Any]] = {}
+            for c in tuple(self._consumers):
+                if c._dispatcher is not self:
+                    continue
+                state = progress.get(c)
+                if state is None:
+                    state = progress[c] = [*self._batch_for(c, items, committed, shared)]
+                while True:
+                    batch, done, after = state
+                    total = len(batch.entries)
+                    if done < total:
+                        end = c._fit(batch, done)
+                        if end > done:
+                            if done == 0 and end == total:
+                                c._put(batch)
+                                count = held.get(id(batch))
+                                if count is None:
+                                    held[id(batch)] = [batch, 1]
+                                else:
+                                    count[1] += 1
+                            else:
+                                part = batch.part(done, end)
+                                c._put(part)
+                                part.hold(1)
+                            state[1] = end
+                        if end < total:
+                            stop = min(stop, batch.item_index(end))
+                            break
+                    if after >= n:
+                        break
+                    state[:] = self._batch_for(c, items, after, shared)  # the rest, shared with its peers
+            for batch, queues in held.values():
+                batch.hold(queues)
+            if stop >= n:
+                return self._commit(items, committed, n) or completed
+            # item `stop` waits for room in some queue: commit up to it first, so that a consumer attached while
+            # we wait starts with the item after it, consistently with the delivered state
+            completed = self._commit(items, committed, stop + 1) or completed
+            committed = stop + 1
+            for c in tuple(self._consumers):
+                state = progress.get(c)
+                if state is None or c._dispatcher is not self:
+                    continue
+                batch, done, _ = state
+                if done < len(batch.entries) and batch.item_index(done) == stop:
+                    state[1] = await self._wait_and_put(c, batch, done)
+
+    def _batch_for(
+        self, c: Binlog, items: list[_Item], start: int, shared: dict[tuple[Any, Any, int], _Batch]
+    ) -> list[Any]:
+        """``[batch, 0, end]``: what consumer ``c`` gets of ``items[start:end]``."""
+        n = len(items)
+        if c._base is not None or c._skip is not None or c._skipping or c._await_boundary:
+            entries: list[_Routed] = []
+            index: list[int] = []
+            route = c._route
+            j = start
+            while j < n:
+                raw = items[j]
+                entry = route(raw)
+                j += 1
+                if entry is not None:
+                    item, pos, _ = entry  # only _ERROR items route to an error
+                    if item is None and entries and entries[-1].item is None:
+                        entries[-1].position = pos  # consecutive markers: the last position is enough
+                        index[-1] = j - 1
+                    else:
+                        entries.append(_Routed(item, pos))
+                        index.append(j - 1)
+                if (
+                    raw.position is not None  # where routing state changes
+                    and c._base is None
+                    and c._skip is None
+                    and not c._skipping
+                    and not c._await_boundary
+                ):
+                    break  # nothing of its own any more: the rest is shared
+            return [_Batch.of_routed(entries, index), 0, j]
+        key = (c.databases, c.tables, start)
+        batch = shared.get(key)
+        if batch is None:
+            part = items if start == 0 else items[start:]
+            if c.databases is None and c.tables is None:
+                batch = _Batch.of_items(part, offset=start)
+                if part and part[0].home is None:  # the first unfiltered batch of these items: their home
+                    batch.claim()
+            else:  # rows events of tables the filter leaves out: dropped (their position, if any, kept as a marker)
+                kept: list[_Item] = []
+                index = []
+                wants = c._wants_table
+                table: Any = None
+                want = True
+                for j, item in enumerate(part, start):
+                    if item.kind == _ROWS:
+                        event = item.event
+                        assert isinstance(event, RowsEvent)
+                        if event.table is not table:
+                            table = event.table
+                            want = wants(table.schema, table.name)
+                        if not want:
+                            if item.position is None:
+                                continue
+                            item = _Item(None, _NOT_FORWARDED, item.position, item.in_txn)
+                    kept.append(item)
+                    index.append(j)
+                batch = _Batch.of_items(kept, index=index)
+            shared[key] = batch
+        return [batch, 0, n]
+
+    def _commit(self, items: list[_Item], start: int, end: int) -> bool:
+        """Make ``items[start:end]`` part of the delivered state; True when one of them completes a transaction."""
+        if start >= end:
+            return False
+        last = items[end - 1]
+        self._flushed_open = False if last.position is not None else last.in_txn
+        gtid_found = False
+        gtid: Any = None
+        j = end - 1
+        while j >= start:  # back to the last item that completes a transaction
+            item = items[j]
             if item.position is not None:
                 self._flushed_pos = item.position
-                self._flushed_open = False
-                self._open_gtid = None
-                completed = True
-            elif item.kind != _ERROR:
-                if item.is_gtid:
-                    self._open_gtid = item.gtid
-                self._flushed_open = item.in_txn
-            consumers = self._consumers
-            if item.kind == _ERROR:
-                self._deliver_error(item)
-            elif len(consumers) == 1:
-                c = consumers[0]
-                entry = c._route(item)
-                if entry is not None and not c._try_put(entry):
-                    await self._wait_and_put(c, entry)
-            else:
-                for c in tuple(consumers):
-                    if c._dispatcher is not self:
-                        continue
-                    entry = c._route(item)
-                    if entry is not None and not c._try_put(entry):
-                        await self._wait_and_put(c, entry)
-        return completed
+                self._open_gtid = gtid
+                return True
+            if item.is_gtid and not gtid_found:
+                gtid_found = True
+                gtid = item.gtid
+            j -= 1
+        if gtid_found:
+            self._open_gtid = gtid
+        return False
 
     def _deliver_error(self, item: _Item) -> None:
         """A decode error that names its table: it ends the consumers that want that table, nobody else."""
@@ -942,23 +1381,33 @@ class BinlogEventsDispatcher:
             c._finish(_FAILED, entry[2])  # it still gets what is queued, then this error, every time
             self.client._consumer_detached(c)
 
-    async def _wait_and_put(self, c: Binlog, entry: _Entry) -> None:
-        """The consumer's queue is full: wait up to its max_waiting_ms for room, then detach it."""
+    async def _wait_and_put(self, c: Binlog, batch: _Batch, done: int) -> int:
+        """``c``'s queue has no room for ``batch.entries[done]``: wait up to its max_waiting_ms for room (every
+        event it reads makes some), then detach it. Returns how far ``batch`` is queued."""
         deadline = time.monotonic() + c.max_waiting_ms / 1000
-        while c._dispatcher is self:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            c._space.clear()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(remaining):
-                    await c._space.wait()
-            if c._dispatcher is not self:
-                return
-            if c._try_put(entry):
-                return
+        c._space_wanted = True
+        c._sync_fast()
+        try:
+            while c._dispatcher is self:
+                end = c._fit(batch, done)
+                if end > done:
+                    part = batch.part(done, end)
+                    c._put(part)
+                    part.hold(1)
+                    return end
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                c._space.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(remaining):
+                        await c._space.wait()
+        finally:
+            c._space_wanted = False
+            c._sync_fast()
         if c._dispatcher is self:
             self._detach(c)
+        return done
 
     def _detach(self, c: Binlog) -> None:
         logger.warning(
@@ -1040,6 +1489,8 @@ class BinlogEventsDispatcher:
             moved = self._consumers
             self._consumers = []
             for c in moved:
+                if c._base is None:
+                    c._routed = mine  # the last position routed to it: shared batches do not keep _routed
                 skip = _union(c._base, mine.gtid_set)
                 c._base = skip
                 leader._attach(c, skip)
@@ -1311,22 +1762,40 @@ class BinlogClient:
         logger.info("%s: consumer %s on new dispatcher %s at %s", self.name, name, d.name, start)
         return c
 
-    def _shared(self, item: _Item) -> None:
-        """A consumer read ``item``'s rows event and other queues still hold it: share it within the window."""
-        event = item.event
-        assert event is not None
-        item.windowed = True
+    def _share(self, batch: _Batch, end: int) -> None:
+        """A consumer has read ``batch`` up to entry ``end``, the first to read that far: the rows events it read
+        that other queues hold too are shared within the window (one object, rows decoded once) until the
+        consumers have read that much more. (Read ahead of the others, not when they are read: the fast path of
+        the consumers has no per-event work; the window moves at least every ``_WINDOW_STEP`` events.)"""
+        start = batch.windowed
+        batch.windowed = end
+        home = batch.home
+        everyone = home is not None and home.n > 1  # other queues hold the whole batch
         window = self._window
-        window.append(item)
-        self._window_bytes += event.size
+        added = 0
+        for item in batch.rows(start, end):
+            if item.windowed:
+                continue
+            if not everyone:
+                held = item.holders
+                if item.home is not None:
+                    held += item.home.n
+                if held <= 1:  # only this consumer's queue holds it
+                    continue
+            item.windowed = True
+            window.append(item)
+            added += item.size
+        if not added:
+            return
+        self._window_bytes += added
         limit = self.shared_decode_bytes
         while self._window_bytes > limit:
             old = window.popleft()
             old.windowed = False
-            event = old.event
-            assert isinstance(event, RowsEvent)
-            self._window_bytes -= event.size
-            if old.holders > 0:  # the laggards still holding it get their own object, without decoded rows
+            self._window_bytes -= old.size
+            if _held(old) > 0:  # the laggards still holding it get their own object, without decoded rows
+                event = old.event
+                assert isinstance(event, RowsEvent)
                 old.event = _private_copy(event)
 
     @staticmethod
