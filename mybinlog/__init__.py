@@ -25,6 +25,7 @@ from ._exceptions import (
     PreconditionError,
     SourceConnectionError,
     SourceError,
+    SourceHistoryError,
     TruncatedError,
     UnknownEventError,
 )
@@ -218,6 +219,7 @@ __all__ = [
     "AuthenticationError",
     "PreconditionError",
     "BinlogPurgedError",
+    "SourceHistoryError",
     "BinlogDetachedError",
     "BinlogStoppedError",
     "BinlogClosedError",

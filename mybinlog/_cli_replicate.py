@@ -11,20 +11,14 @@ import signal
 import sys
 from typing import Any
 
-from ._dsn import DSN
-from ._exceptions import MybinlogError
+from ._cli_common import add_source_arguments, add_target_arguments, source_dsn, target_url
+from ._exceptions import ConfigurationError, MybinlogError, SourceConnectionError
 
 __all__ = ["register"]
 
 logger = logging.getLogger("mybinlog.cli")
 
 DEFAULT_TARGET = "chdb://./mybinlog-clickhouse"
-
-
-def _source(text: str | None) -> DSN:
-    if not text:
-        raise SystemExit("mybinlog: error: --source mysql://user:password@host:port is required")
-    return DSN.parse(text)
 
 
 def register(sub: Any) -> None:
@@ -35,13 +29,22 @@ def register(sub: Any) -> None:
         "binlog, exactly once. Resumes from its checkpoint (stored in ClickHouse). SIGINT/SIGTERM stop it "
         "cleanly. See docs/replication.md.",
     )
-    rep.add_argument("--source", required=True, metavar="DSN", help="mysql://user:password@host:port")
+    rep.add_argument(
+        "--source",
+        required=True,
+        metavar="DSN",
+        help="mysql://user@host:port; the password from --password-file, MYBINLOG_PASSWORD_FILE or "
+        "MYBINLOG_PASSWORD (in the URL, `ps` shows it to every user)",
+    )
+    add_source_arguments(rep)
     rep.add_argument(
         "--target",
         default=DEFAULT_TARGET,
         metavar="URL",
-        help=f"http://user:password@host:8123 or chdb:///path (default {DEFAULT_TARGET})",
+        help=f"http://user@host:8123 or chdb:///path (default {DEFAULT_TARGET}); the ClickHouse password from "
+        "--target-password-file, MYBINLOG_CH_PASSWORD_FILE or MYBINLOG_CH_PASSWORD",
     )
+    add_target_arguments(rep)
     rep.add_argument("--database", "-d", action="append", required=True, help="MySQL database (repeatable)")
     rep.add_argument("--tables", help="comma-separated tables to replicate (default: all)")
     rep.add_argument("--target-database", help="ClickHouse database (default: the MySQL name; one database only)")
@@ -58,6 +61,22 @@ def register(sub: Any) -> None:
         help="the shared binlog dispatcher delivers at least this often (default 100)",
     )
     rep.add_argument("--initial-load", choices=("auto", "none"), default="auto")
+    rep.add_argument(
+        "--target-retry-seconds",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="retry a failing ClickHouse (restarting from the checkpoint, with backoff) for up to S seconds before "
+        f"giving up with exit code {EXIT_UNAVAILABLE} (default 300)",
+    )
+    rep.add_argument(
+        "--source-retry-seconds",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="reconnect to an unreachable source for up to S seconds before giving up with exit code "
+        f"{EXIT_UNAVAILABLE} (default 300)",
+    )
     rep.add_argument("--once", action="store_true", help="stop once caught up with the source's current end")
     rep.add_argument("--status-interval", type=float, default=10.0, metavar="S", help="log progress every S s")
     rep.add_argument(
@@ -88,14 +107,43 @@ def _run(coro: Any) -> int:
         return 2
 
 
+# Exit codes of `mybinlog replicate` (docs/replication.md, "Exit codes"): a supervisor can tell "fix something" from
+# "run me again later".
+EXIT_OK = 0  # stopped cleanly (signal) or caught up (--once); every table in scope replicated
+EXIT_ERROR = 1  # replication cannot go on: the message says why and what to do (grants, purged binlog, history...)
+EXIT_USAGE = 2  # bad arguments or settings
+EXIT_STOPPED_TABLES = 3  # the replica ran, but the replication of some tables stopped (each named, with the fix)
+EXIT_LOCKED = 4  # another process writes this replica
+EXIT_UNAVAILABLE = 75  # the source or ClickHouse stayed unreachable longer than the retry budget: run again later
+EXIT_INTERRUPTED = 130  # a second SIGINT/SIGTERM aborted the current batch (the checkpoint is still exact)
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code for an error that ended a replica."""
+    from .replication import ReplicaLockedError, TargetUnavailableError
+    from .replication._target import TargetConnectionError
+
+    if isinstance(exc, ReplicaLockedError):
+        return EXIT_LOCKED
+    if isinstance(exc, ConfigurationError):
+        return EXIT_USAGE
+    if isinstance(exc, TargetUnavailableError | SourceConnectionError | TargetConnectionError):
+        return EXIT_UNAVAILABLE
+    return EXIT_ERROR
+
+
 def run_replicate(args: argparse.Namespace) -> int:
-    return asyncio.run(_replicate(args))
+    try:
+        return asyncio.run(_replicate(args))
+    except MybinlogError as exc:  # before any replica ran: the source DSN, the target, the settings
+        print(f"mybinlog: error: {exc}", file=sys.stderr)
+        return exit_code(exc)
 
 
 async def _replicate(args: argparse.Namespace) -> int:
     from .replication import ReplicationSettings, Replicator, open_target
 
-    dsn = _source(args.source)
+    dsn = source_dsn(args)
     if len(args.database) > 1 and (args.target_database or args.replica):
         raise SystemExit("mybinlog: error: --target-database/--replica go with a single --database")
     settings = ReplicationSettings(
@@ -105,9 +153,11 @@ async def _replicate(args: argparse.Namespace) -> int:
         max_flush_data_time=args.max_flush_data_time,
         max_flush_milliseconds_in_binlog_dispatcher=args.max_flush_milliseconds_in_binlog_dispatcher,
         initial_load=args.initial_load,
+        target_retry_seconds=args.target_retry_seconds,
+        source_retry_seconds=args.source_retry_seconds,
     )
     tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None
-    target = await open_target(args.target)
+    target = await open_target(target_url(args))
     replicators = [
         Replicator(
             dsn,
@@ -149,15 +199,24 @@ async def _replicate(args: argparse.Namespace) -> int:
         )
         await status_server.start()
     try:
-        results = await asyncio.gather(*tasks, return_exceptions=True)
-        for r, result in zip(replicators, results, strict=True):
-            if isinstance(result, asyncio.CancelledError):
-                rc = rc or 130
-            elif isinstance(result, MybinlogError):
-                print(f"mybinlog: error: {r.replica}: {result}", file=sys.stderr)
-                rc = 1
-            elif isinstance(result, BaseException):
-                raise result
+        # one replica failing stops the others (cleanly): the process exits with that replica's code, so that a
+        # supervisor sees it at once instead of a process that goes on with part of its work
+        pending = set(tasks)
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
+            if any(not t.cancelled() and t.exception() is not None for t in done):
+                for r in replicators:
+                    r.stop()
+        for r, task in zip(replicators, tasks, strict=True):
+            if task.cancelled():
+                rc = rc or EXIT_INTERRUPTED
+                continue
+            error = task.exception()
+            if isinstance(error, MybinlogError):
+                print(f"mybinlog: error: {r.replica}: {error}", file=sys.stderr)
+                rc = rc or exit_code(error)
+            elif error is not None:
+                raise error
     finally:
         if status_server is not None:
             await status_server.aclose()
@@ -172,7 +231,12 @@ async def _replicate(args: argparse.Namespace) -> int:
     for r in replicators:
         print(json.dumps(_status_dict(r)), flush=True)
         if r.status.stopped_tables:
-            rc = rc or 1
+            print(
+                f"mybinlog: error: {r.replica}: the replication of {len(r.status.stopped_tables)} table(s) stopped: "
+                + "; ".join(r.status.stopped_tables.values()),
+                file=sys.stderr,
+            )
+            rc = rc or EXIT_STOPPED_TABLES
     return rc
 
 
@@ -190,6 +254,10 @@ def _status_dict(r: Any) -> dict[str, Any]:
         "ddl_applied": s.ddl_applied,
         "lag_seconds": s.lag_seconds,
         "stopped_tables": s.stopped_tables,
+        "retries": s.retries,
+        "detaches": s.detaches,
+        "load_rows": s.load_rows,
+        "error": s.error,
     }
 
 

@@ -8,21 +8,21 @@ Status lives in the process that consumes (its :class:`~mybinlog.BinlogClientFac
     mybinlog status --from file:/run/app/mybinlog-status.json --format vertical
     mybinlog status --dsn mysql://repl@db:3306                    # the server side: position, binlog dumps
 
-No password is ever printed (the DSN's password may come from ``MYBINLOG_PASSWORD``).
+No password is ever printed. The DSN's password may come from ``--password-file``, ``MYBINLOG_PASSWORD_FILE`` or
+``MYBINLOG_PASSWORD`` instead of the URL (:mod:`mybinlog._cli_common`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from ._cli_common import add_source_arguments, source_dsn
 from ._dsn import DSN
 from ._exceptions import ConfigurationError, MybinlogError
 from ._sharing import STATUS_COLUMNS, read_status
@@ -48,8 +48,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--dsn",
         metavar="URL",
-        help="mysql://user:password@host:port: show the server's side (password may come from MYBINLOG_PASSWORD)",
+        help="mysql://user@host:port: show the server's side (the password from --password-file, "
+        "MYBINLOG_PASSWORD_FILE or MYBINLOG_PASSWORD; in the URL, `ps` shows it to every user)",
     )
+    add_source_arguments(parser)
     parser.add_argument(
         "--format",
         choices=("table", "vertical", "json"),
@@ -67,6 +69,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     if not args.endpoint and not args.dsn:
         print("mybinlog status: give --from ADDRESS (a consuming process) and/or --dsn URL (a server)", file=sys.stderr)
+        return 2
+    if args.password_file and not args.dsn:
+        print("mybinlog status: --password-file goes with --dsn URL", file=sys.stderr)
         return 2
     columns = list(STATUS_COLUMNS)
     if args.columns:
@@ -97,9 +102,7 @@ async def _collect(args: argparse.Namespace) -> tuple[dict[str, Any] | None, dic
     process = await read_status(args.endpoint, timeout_s=args.timeout) if args.endpoint else None
     server = None
     if args.dsn:
-        dsn = DSN.parse(args.dsn)
-        if not dsn.password and os.environ.get("MYBINLOG_PASSWORD"):
-            dsn = dataclasses.replace(dsn, password=os.environ["MYBINLOG_PASSWORD"])
+        dsn = source_dsn(args, attr="dsn", option="--dsn")
         async with asyncio.timeout(args.timeout + dsn.connect_timeout):
             server = await server_facts(dsn)
     return process, server

@@ -19,7 +19,9 @@ binlog, malformed bytes, a wrong password).
         ├── SourceConnectionError   cannot reach the server, or the connection dropped (retriable)
         ├── AuthenticationError     wrong user or password, or missing privileges
         ├── PreconditionError       server not set up for row-based CDC (binlog off, STATEMENT format, ...)
-        └── BinlogPurgedError       the requested position is no longer on the server
+        ├── BinlogPurgedError       the requested position is no longer on the server
+        └── SourceHistoryError      the server's history does not contain the position (RESET MASTER, another
+                                    server): resuming would skip or mix transactions
 
 Foreign exceptions (asyncmy, OSError, zstandard) are translated where they enter mybinlog, always with
 ``raise ... from exc``.
@@ -39,6 +41,7 @@ __all__ = [
     "PreconditionError",
     "SourceConnectionError",
     "SourceError",
+    "SourceHistoryError",
     "TruncatedError",
     "UnknownEventError",
 ]
@@ -161,3 +164,9 @@ class PreconditionError(SourceError):
 
 class BinlogPurgedError(SourceError):
     """The requested binlog file, position or GTIDs were purged from the server (or never existed)."""
+
+
+class SourceHistoryError(SourceError):
+    """The server's binlog history does not contain the position to resume from: it went backwards (RESET MASTER, a
+    restored backup) or it is another server's history. Resuming would skip or mix transactions, so mybinlog stops;
+    the fix is a new snapshot (or a new start position you choose knowingly)."""

@@ -7,6 +7,7 @@ completed transaction and never skips one.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 
 from ._gtid import GtidSet
@@ -27,7 +28,10 @@ from ._protocol._events import (
 
 __all__ = ["PASSIVE_TYPES", "BinlogPosition", "PositionTracker"]
 
+logger = logging.getLogger("mybinlog.stream")
+
 _U32 = 1 << 32
+_FDE = int(EventType.FORMAT_DESCRIPTION_EVENT)
 
 PASSIVE_TYPES: frozenset[int] = frozenset(
     int(code)
@@ -55,12 +59,16 @@ class BinlogPosition:
     ``file``/``offset``: where the next transaction starts (resume here in file/position mode).
     ``gtid_set``: every transaction executed up to here (resume here in GTID mode), or None when unknown.
     ``timestamp``: header timestamp of the last completed transaction's final event (0 if none yet).
+    ``server_id``: the server whose binlog ``file``/``offset`` refer to (the ``server_id`` of the server that
+    streamed it, from the fake ROTATE that opens every dump), 0 when unknown. A file/offset means nothing on another
+    server: consumers that derive orderings from positions (the replicator's row versions) watch it change.
     """
 
     file: str
     offset: int
     gtid_set: GtidSet | None = None
     timestamp: int = 0
+    server_id: int = 0
 
     def __str__(self) -> str:
         gtids = f" gtids [{self.gtid_set}]" if self.gtid_set is not None else ""
@@ -93,6 +101,8 @@ class PositionTracker:
         self.file = position.file
         self.offset = position.offset  # end of the last event seen
         self.gtid_set: GtidSet | None = position.gtid_set
+        self.server_id = position.server_id
+        self._after_rotate = False  # the last event that was not a table map or rows event was a ROTATE
         self.in_transaction = False
         self._pending: object | None = None
         self._began = False
@@ -124,13 +134,30 @@ class PositionTracker:
                     self.offset = log_pos
             return False
         if isinstance(event, RotateEvent):
+            self._after_rotate = True
             self.file = event.next_file
             self.offset = event.position
+            if event.log_pos == 0:
+                # A fake ROTATE opens every dump (and follows a file the server left without a ROTATE, after a
+                # restart): its header names the server streaming. In GTID mode its offset (4) is not where the
+                # next transaction starts (the server skips to the first transaction not executed): the boundary
+                # is fixed by the next GTID event, the position keeps the last known boundary meanwhile.
+                if event.server_id:
+                    self.server_id = event.server_id
+                if self.gtid_set is not None:
+                    self._boundary_pending = True
+                    return False
             if not self.in_transaction:
-                self.position = replace(self.position, file=self.file, offset=self.offset)
+                self.position = replace(self.position, file=self.file, offset=self.offset, server_id=self.server_id)
             return False
         if event.in_payload:
             return False  # accounted for with its TRANSACTION_PAYLOAD event
+        if event.type_code == _FDE and event.log_pos and not self._after_rotate:
+            # A real FORMAT_DESCRIPTION starts a file, and the server announces every file it streams with a ROTATE
+            # before it; should one ever be missing, the file is the next one (binlog files are numbered in order):
+            # never count offsets of a new file against the old file's name.
+            self._next_file_without_rotate(event)
+        self._after_rotate = False
         self._advance(event)
         if isinstance(event, TransactionPayloadEvent):
             completed = False
@@ -144,11 +171,30 @@ class PositionTracker:
             return True
         return False
 
+    def _next_file_without_rotate(self, event: Event) -> None:
+        stem, dot, digits = self.file.rpartition(".")
+        if not dot or not digits.isdigit():
+            return
+        following = f"{stem}.{int(digits) + 1:0{len(digits)}d}"
+        logger.warning(
+            "a new binlog file started (FORMAT_DESCRIPTION at %s) without a ROTATE after %s:%d; assuming %s",
+            event.log_pos,
+            self.file,
+            self.offset,
+            following,
+        )
+        self.file = following
+        self.offset = 4
+        if not self.in_transaction and not self._boundary_pending:
+            self.position = replace(self.position, file=following, offset=4, server_id=self.server_id)
+
     def _transaction_logic(self, event: Event) -> bool:
         """Update transaction state; True when ``event`` completes a transaction."""
         if isinstance(event, (GtidEvent, MariadbGtidEvent)):
             if self._boundary_pending and not self.in_transaction and event.log_pos >= event.size:
-                self.position = replace(self.position, file=self.file, offset=event.log_pos - event.size)
+                self.position = replace(
+                    self.position, file=self.file, offset=event.log_pos - event.size, server_id=self.server_id
+                )
             self._boundary_pending = False
             self._pending = event.gtid
             self.in_transaction = True
@@ -182,4 +228,4 @@ class PositionTracker:
         self.in_transaction = False
         self._began = False
         self._boundary_pending = False
-        self.position = BinlogPosition(self.file, self.offset, self.gtid_set, event.timestamp)
+        self.position = BinlogPosition(self.file, self.offset, self.gtid_set, event.timestamp, self.server_id)

@@ -140,8 +140,9 @@ class EventSource(Protocol):
     async def close(self) -> None: ...
 
 
-SourceFactory = Callable[[GtidSet | str | None], Awaitable[EventSource]]
-"""Opens a source positioned after the given executed GTID set (None: the server's current end)."""
+SourceFactory = Callable[[GtidSet | str | BinlogPosition | None], Awaitable[EventSource]]
+"""Opens a source positioned after the given executed GTID set, or at the given position (a checkpoint: by its GTID
+set where the server logs GTIDs, else by its file and offset), or at the server's current end (None)."""
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -622,15 +623,14 @@ class Binlog:
         """A new consumer with the same settings, starting after :attr:`position` (e.g. after a detach)."""
         if self._state is None:
             raise ConfigurationError(f"{self.name}: close the consumer before reopening it")
-        if self._position.gtid_set is None:
+        if self._position.gtid_set is None and not self._position.file:
             raise ConfigurationError(
-                f"{self.name}: cannot reopen from {self._position}: it has no GTID set; create a consumer with "
-                "executed_gtid_set=... so that its position can be resumed"
+                f"{self.name}: cannot reopen from {self._position}: it has neither a GTID set nor a binlog file"
             )
         await self.close()
         return await self.client.create_binlog(
             name=self.name,
-            executed_gtid_set=self._position.gtid_set,
+            position=self._position,
             databases=self.databases,
             tables=self.tables,
             max_bytes_in_binlog_queue=self.max_bytes,
@@ -1226,10 +1226,16 @@ class BinlogEventsDispatcher:
         room for all of its batch gets what fits; the dispatcher then commits its state up to the first item some
         queue has no room for (a consumer attached meanwhile starts right after it) and waits for those queues as
         :meth:`_wait_and_put` says, every other consumer waiting with it, then goes on.
+
+        The queues without room wait together: each one full when the dispatcher starts waiting gets until its
+        ``max_waiting_ms`` after that same moment (one deadline, kept across the waits for the others), so k
+        stalled consumers hold the dispatcher up for the longest of their limits, not the sum. A queue that gets
+        room is fed and its wait ends; if it is full again later, its next wait starts then.
         """
         n = len(items)
         shared: dict[tuple[Any, Any, int], _Batch] = {}
         progress: dict[Binlog, list[Any]] = {}  # consumer -> [its batch, entries queued, the item index after it]
+        waits: dict[Binlog, float] = {}  # full queue -> loop time its wait ends (detached then, unless it has room)
         committed = 0  # items[:committed] are part of the dispatcher's delivered state
         completed = False
         while True:
@@ -1259,6 +1265,8 @@ class BinlogEventsDispatcher:
                                 c._put(part)
                                 part.hold(1)
                             state[1] = end
+                            if waits:
+                                waits.pop(c, None)  # it had room: its wait is over
                         if end < total:
                             stop = min(stop, batch.item_index(end))
                             break
@@ -1273,13 +1281,29 @@ class BinlogEventsDispatcher:
             # we wait starts with the item after it, consistently with the delivered state
             completed = self._commit(items, committed, stop + 1) or completed
             committed = stop + 1
+            # every queue without room waits from now on, unless it already does; the ones item `stop` waits for
+            # are waited for in the order their waits end, so each wait ends at its own time
+            now = asyncio.get_running_loop().time()
+            blocking: list[Binlog] = []
             for c in tuple(self._consumers):
                 state = progress.get(c)
                 if state is None or c._dispatcher is not self:
                     continue
                 batch, done, _ = state
-                if done < len(batch.entries) and batch.item_index(done) == stop:
-                    state[1] = await self._wait_and_put(c, batch, done)
+                if done < len(batch.entries):
+                    until = waits.setdefault(c, now + c.max_waiting_ms / 1000)
+                    if batch.item_index(done) == stop:
+                        blocking.append(c)
+                    elif until <= now:  # full at a later item for all of its wait already (its room just checked)
+                        del waits[c]
+                        self._detach(c)
+            blocking.sort(key=waits.__getitem__)
+            for c in blocking:
+                if c._dispatcher is not self:
+                    continue
+                state = progress[c]
+                batch, done, _ = state
+                state[1] = await self._wait_and_put(c, batch, done, waits.pop(c))  # it has room now, or is gone
 
     def _batch_for(
         self, c: Binlog, items: list[_Item], start: int, shared: dict[tuple[Any, Any, int], _Batch]
@@ -1381,10 +1405,14 @@ class BinlogEventsDispatcher:
             c._finish(_FAILED, entry[2])  # it still gets what is queued, then this error, every time
             self.client._consumer_detached(c)
 
-    async def _wait_and_put(self, c: Binlog, batch: _Batch, done: int) -> int:
-        """``c``'s queue has no room for ``batch.entries[done]``: wait up to its max_waiting_ms for room (every
-        event it reads makes some), then detach it. Returns how far ``batch`` is queued."""
-        deadline = time.monotonic() + c.max_waiting_ms / 1000
+    async def _wait_and_put(self, c: Binlog, batch: _Batch, done: int, until: float) -> int:
+        """``c``'s queue has no room for ``batch.entries[done]``: wait for room (every event it reads makes some)
+        until the loop time ``until``, then detach it. Returns how far ``batch`` is queued.
+
+        ``until`` is its max_waiting_ms after the moment the dispatcher started waiting for it, the same moment for
+        every queue full then (:meth:`_deliver_batch`): when it passed while the dispatcher waited for another
+        queue, ``c`` is put what fits if it has room by now, else detached at once."""
+        loop = asyncio.get_running_loop()
         c._space_wanted = True
         c._sync_fast()
         try:
@@ -1395,12 +1423,11 @@ class BinlogEventsDispatcher:
                     c._put(part)
                     part.hold(1)
                     return end
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if loop.time() >= until:
                     break
                 c._space.clear()
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(remaining):
+                    async with asyncio.timeout_at(until):
                         await c._space.wait()
         finally:
             c._space_wanted = False
@@ -1633,8 +1660,11 @@ class BinlogClient:
     def __repr__(self) -> str:
         return f"<BinlogClient {self.name} dispatchers={len(self._dispatchers)} consumers={len(self._consumers)}>"
 
-    async def _open_stream(self, gtid_set: GtidSet | str | None) -> EventSource:
-        stream = BinlogStream(self.dsn, gtid_set=gtid_set, **self._stream_options)
+    async def _open_stream(self, start: GtidSet | str | BinlogPosition | None) -> EventSource:
+        if isinstance(start, BinlogPosition):
+            stream = BinlogStream(self.dsn, resume_from=start, **self._stream_options)
+        else:
+            stream = BinlogStream(self.dsn, gtid_set=start, **self._stream_options)
         await stream.start()
         return stream
 
@@ -1651,8 +1681,11 @@ class BinlogClient:
         tables: Collection[str] | None = None,
         max_bytes_in_binlog_queue: int = DEFAULT_MAX_BYTES_IN_BINLOG_QUEUE,
         max_milliseconds_to_wait_in_binlog_queue: int = DEFAULT_MAX_MILLISECONDS_TO_WAIT_IN_BINLOG_QUEUE,
+        position: BinlogPosition | None = None,
     ) -> _CreateBinlog:
-        """A new consumer of every transaction not in ``executed_gtid_set`` (None: from now on).
+        """A new consumer of every transaction not in ``executed_gtid_set`` (None: from now on), or after
+        ``position`` (a :attr:`Binlog.position` persisted earlier: by its GTID set when the server logs GTIDs, else
+        by its binlog file and offset, e.g. MySQL with ``gtid_mode=OFF``; give one of the two).
 
         It attaches to a running dispatcher when that loses nothing (the dispatcher has passed no transaction
         outside ``executed_gtid_set``), skipping the transactions it already executed; otherwise it gets its own
@@ -1670,11 +1703,13 @@ class BinlogClient:
             )
         if isinstance(databases, str) or isinstance(tables, str):
             raise ConfigurationError("databases and tables are collections of names, e.g. databases=['shop']")
+        if position is not None and executed_gtid_set is not None:
+            raise ConfigurationError("give executed_gtid_set or position, not both")
 
         async def create() -> Binlog:
             return await self._create(
                 name,
-                executed_gtid_set,
+                executed_gtid_set if position is None else position,
                 databases,
                 tables,
                 max_bytes_in_binlog_queue,
@@ -1697,7 +1732,7 @@ class BinlogClient:
     async def _create(
         self,
         name: str,
-        executed: GtidSet | str | None,
+        executed: GtidSet | str | BinlogPosition | None,
         databases: Collection[str] | None,
         tables: Collection[str] | None,
         max_bytes: int,
@@ -1709,8 +1744,17 @@ class BinlogClient:
         if self._factory is not None:
             self._factory._register(self)
         name = name or f"binlog-{next(self._consumer_ids)}"
-        requested = self._parse(executed)
-        if not isinstance(requested, str):
+        start: GtidSet | str | BinlogPosition | None
+        if isinstance(executed, BinlogPosition):
+            # a running dispatcher can take it by its GTIDs; without GTIDs it gets a dispatcher of its own (which
+            # merges into a running one only at an exactly equal file and offset)
+            requested: GtidSet | str | None = executed.gtid_set
+            start = executed
+            attachable = requested is not None
+        else:
+            requested = start = self._parse(executed)
+            attachable = not isinstance(requested, str)
+        if attachable and not isinstance(requested, str):
             for d in self._dispatchers:
                 if d.can_accept(requested):
                     c = Binlog(
@@ -1727,7 +1771,7 @@ class BinlogClient:
                     self._consumers.add(c)
                     logger.info("%s: consumer %s attached to %s at %s", self.name, name, d.name, c.position)
                     return c
-        source = await self._source_factory(requested)
+        source = await self._source_factory(start)
         try:
             start = source.position
             c = Binlog(
@@ -2224,11 +2268,60 @@ def serve_status(
     return StatusServer(address, source=source, extra=extra, interval_ms=interval_ms)
 
 
+_MAX_STATUS_ANSWER: Final = 64 * MiB
+
+
+async def _read_status_answer(reader: asyncio.StreamReader, where: str) -> bytes:
+    """The body of the HTTP answer on ``reader``, which may arrive in any number of pieces: ``Content-Length``
+    bytes when the head gives it (the connection may stay open after them), else everything up to EOF."""
+    try:
+        raw = await reader.readuntil(b"\r\n\r\n")
+        complete = True
+    except asyncio.IncompleteReadError as exc:  # EOF before the end of the head
+        raw, complete = exc.partial, False
+    except asyncio.LimitOverrunError as exc:
+        raise StatusReadError(f"{where}: unexpected answer (no end of its head in {exc.consumed} bytes)") from exc
+    lines = raw.decode("latin-1").split("\r\n")
+    status_line = lines[0]
+    if not status_line.startswith("HTTP/") or status_line.split()[1:2] != ["200"]:
+        raise StatusReadError(f"{where}: unexpected answer {status_line[:80]!r}")
+    if not complete:
+        raise StatusReadError(f"{where}: the answer ended inside its head ({len(raw)} bytes)")
+    length: int | None = None
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if sep and name.strip().lower() == "content-length":
+            value = value.strip()
+            if not (value.isascii() and value.isdigit()):
+                raise StatusReadError(f"{where}: bad Content-Length {value[:40]!r}")
+            length = int(value)
+    if length is None:  # the answer ends with the connection
+        pieces: list[bytes] = []
+        size = 0
+        while piece := await reader.read(MiB):
+            size += len(piece)
+            if size > _MAX_STATUS_ANSWER:
+                raise StatusReadError(f"{where}: the answer is larger than {_MAX_STATUS_ANSWER // MiB} MiB")
+            pieces.append(piece)
+        return b"".join(pieces)
+    if length > _MAX_STATUS_ANSWER:
+        raise StatusReadError(f"{where}: the answer is larger than {_MAX_STATUS_ANSWER // MiB} MiB ({length} bytes)")
+    try:
+        return await reader.readexactly(length)
+    except asyncio.IncompleteReadError as exc:
+        raise StatusReadError(
+            f"{where}: the answer ended after {len(exc.partial)} of the {length} bytes its Content-Length announced"
+        ) from exc
+
+
 async def read_status(address: str, *, timeout_s: float = 5.0) -> dict[str, Any]:
     """The status document served at ``address`` by :func:`serve_status` (another process, usually).
 
-    Raises :class:`StatusReadError` when nothing serves it there or the answer is not a mybinlog status, and
-    :class:`~mybinlog.ConfigurationError` for a malformed address.
+    Over HTTP it reads the whole answer, however many pieces it comes in: the ``Content-Length`` bytes its head
+    announces, or everything up to the end of the connection without one.
+
+    Raises :class:`StatusReadError` when nothing serves it there, the answer is cut short (fewer bytes than its
+    Content-Length) or is not a mybinlog status, and :class:`~mybinlog.ConfigurationError` for a malformed address.
     """
     kind, target, port = _status_address(address)
     where = address.strip()
@@ -2245,15 +2338,11 @@ async def read_status(address: str, *, timeout_s: float = 5.0) -> dict[str, Any]
                 try:
                     writer.write(b"GET /status HTTP/1.1\r\nHost: mybinlog\r\nConnection: close\r\n\r\n")
                     await writer.drain()
-                    answer = await reader.read(64 * MiB)
+                    body = await _read_status_answer(reader, where)
                 finally:
                     writer.close()
                     with contextlib.suppress(OSError):
                         await writer.wait_closed()
-            head, _, body = answer.partition(b"\r\n\r\n")
-            status_line = head.split(b"\r\n", 1)[0].decode("latin-1")
-            if not status_line.startswith("HTTP/") or status_line.split()[1:2] != ["200"]:
-                raise StatusReadError(f"{where}: unexpected answer {status_line[:80]!r}")
     except TimeoutError as exc:
         raise StatusReadError(f"{where}: no answer within {timeout_s:g} s") from exc
     except OSError as exc:

@@ -5,15 +5,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import re
+import time
 from collections import deque
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from itertools import compress, count
 from operator import attrgetter, not_
 from types import TracebackType
 from typing import Literal
 
 from ._dsn import DSN
-from ._exceptions import ConfigurationError, MybinlogError, SourceConnectionError
+from ._exceptions import ConfigurationError, MybinlogError, SourceConnectionError, SourceHistoryError
 from ._gtid import GtidSet, MariaDBGtidSet, MySQLGtidSet, parse_gtid_set
 from ._position import PASSIVE_TYPES, BinlogPosition, PositionTracker
 from ._protocol._decoder import EventDecoder
@@ -35,6 +38,13 @@ logger = logging.getLogger("mybinlog.stream")
 
 _U32 = 1 << 32
 _type_code = attrgetter("type_code")
+_NUMBERED = re.compile(r"^(.*)\.(\d+)$")
+
+
+def _file_order(name: str) -> tuple[str, int] | None:
+    """(stem, number) of a binlog file name (``binlog.000042`` -> ``("binlog", 42)``), None when not numbered."""
+    m = _NUMBERED.match(name)
+    return (m.group(1), int(m.group(2))) if m else None
 
 # Position bookkeeping, not transaction data: a reconnect re-sends some of these (and, in GTID mode, not the
 # BINLOG_CHECKPOINTs between transactions); they are never counted as already-yielded transaction events.
@@ -62,6 +72,8 @@ class BinlogStream:
 
     - ``gtid_set``: after these executed GTIDs (MySQL GTID set or MariaDB GTID position, text or object);
     - ``binlog_file`` (+ ``position``, default 4): at that file and offset;
+    - ``resume_from``: a :class:`BinlogPosition` an earlier stream reported (a checkpoint): by its GTID set when it
+      has one and the server logs GTIDs, else by its file and offset;
     - ``from_beginning=True``: the oldest binlog file still on the server.
 
     ``blocking=False`` stops at the current end of the binlog (``async for`` ends); otherwise the stream waits
@@ -69,9 +81,18 @@ class BinlogStream:
     handled that transaction, and start from it after a restart.
 
     When the connection drops, the stream reconnects (exponential backoff, up to ``max_reconnect_attempts``
-    consecutive failures, each logged) from ``position``, then skips the events of the interrupted transaction
+    consecutive failures and, when ``max_reconnect_seconds`` is set, for at most that long; each attempt logged) from
+    ``position``, then skips the events of the interrupted transaction
     it had already yielded, so every event reaches you exactly once. Errors that retrying cannot fix (wrong
     password, purged binlog, server misconfigured) are raised at once.
+
+    Before resuming (at start from ``gtid_set``/``binlog_file``/``resume_from``, and after every reconnect) the
+    stream checks that the server's history contains the position: its executed GTIDs include the position's, and
+    on the same server its binlog does not end before the position. A server whose history went backwards (RESET
+    MASTER, a restored backup, another server with another history) raises :class:`SourceHistoryError` instead of
+    streaming something else. A failover to another server (a new ``server_id``) is followed in GTID mode (the
+    positions then carry the new ``server_id``) and refused in file mode, where offsets of one server mean nothing
+    on another.
     """
 
     def __init__(
@@ -81,6 +102,7 @@ class BinlogStream:
         gtid_set: str | GtidSet | None = None,
         binlog_file: str | None = None,
         position: int = 4,
+        resume_from: BinlogPosition | None = None,
         from_beginning: bool = False,
         blocking: bool = True,
         server_id: int | None = None,
@@ -89,13 +111,17 @@ class BinlogStream:
         check_preconditions: bool = True,
         max_reconnect_attempts: int = 10,
         reconnect_backoff: tuple[float, float] = (0.1, 10.0),
+        max_reconnect_seconds: float | None = None,
     ) -> None:
         self.dsn = dsn if isinstance(dsn, DSN) else DSN.parse(dsn)
-        if (gtid_set is not None) + (binlog_file is not None) + bool(from_beginning) > 1:
-            raise ConfigurationError("give at most one of gtid_set, binlog_file and from_beginning=True")
+        if (gtid_set is not None) + (binlog_file is not None) + (resume_from is not None) + bool(from_beginning) > 1:
+            raise ConfigurationError("give at most one of gtid_set, binlog_file, resume_from and from_beginning=True")
+        if resume_from is not None and resume_from.gtid_set is None and not resume_from.file:
+            raise ConfigurationError(f"cannot resume from {resume_from}: it has neither a GTID set nor a binlog file")
         if max_reconnect_attempts < 0:
             raise ConfigurationError("max_reconnect_attempts must be >= 0")
         self._gtid_arg = gtid_set
+        self._resume_arg = resume_from
         self._file_arg = binlog_file
         self._pos_arg = position
         self._from_beginning = from_beginning
@@ -106,6 +132,7 @@ class BinlogStream:
         self.check_preconditions = check_preconditions
         self.max_reconnect_attempts = max_reconnect_attempts
         self.reconnect_backoff = reconnect_backoff
+        self.max_reconnect_seconds = max_reconnect_seconds
         self._conn: BinlogConnection | None = None
         self._decoder: EventDecoder | None = None
         self._tracker: PositionTracker | None = None
@@ -124,6 +151,7 @@ class BinlogStream:
         self._closed = False
         self._ended = False
         self.reconnects = 0
+        self._server_id = resume_from.server_id if resume_from is not None else 0  # whose positions these are
 
     def __repr__(self) -> str:
         return f"<BinlogStream {self.dsn.display} at {self._tracker.position if self._tracker else 'start'}>"
@@ -156,26 +184,37 @@ class BinlogStream:
         conn = await self._connect()
         try:
             flavor = conn.info.flavor
+            resume = self._resume_arg
+            check = True
             if self._gtid_arg is not None:
                 arg = self._gtid_arg
                 requested = parse_gtid_set(arg, flavor) if isinstance(arg, str) else arg
                 self._check_flavor(requested, flavor)
                 start = BinlogPosition("", 4, requested)
                 self._mode = "gtid"
+            elif resume is not None:
+                self._mode = self._resume_mode(resume, conn.info)
+                start = resume
             elif self._file_arg is not None:
                 start = BinlogPosition(self._file_arg, self._pos_arg, None)
                 self._mode = "file"
             elif self._from_beginning:
                 files = await conn.binlog_files()
-                start = BinlogPosition(files[0][0] if files else "", 4, None)
+                start = BinlogPosition(files[0][0] if files else "", 4, None, server_id=conn.info.server_id)
                 self._mode = "file"
+                check = False
             else:
                 file, pos, gtid_text = await conn.current_position()
                 current: GtidSet | None = None
                 if flavor == "mariadb" or (gtid_text and conn.info.gtid_mode):
                     current = parse_gtid_set(gtid_text, flavor)
-                start = BinlogPosition(file, pos, current)
+                start = BinlogPosition(file, pos, current, server_id=conn.info.server_id)
                 self._mode = "file"
+                check = False
+            if check:
+                await self._check_history(conn, start)
+            if not start.server_id and self._server_id:
+                start = replace(start, server_id=self._server_id)
             self._tracker = PositionTracker(start)
             self._position = start
             await self._start_dump(conn, start)
@@ -192,6 +231,71 @@ class BinlogStream:
                 f"the server is {flavor} but the GTID set is {gtids.flavor}-style ({gtids}); "
                 + ("MariaDB positions look like 0-1-100" if flavor == "mariadb" else "MySQL sets look like uuid:1-5")
             )
+
+    def _resume_mode(self, resume: BinlogPosition, info: ServerInfo) -> Literal["gtid", "file"]:
+        """By GTID set where the position has one and the server logs GTIDs, else by file and offset."""
+        if resume.gtid_set is not None and (info.flavor == "mariadb" or info.gtid_mode):
+            self._check_flavor(resume.gtid_set, info.flavor)
+            return "gtid"
+        if resume.file:
+            return "file"
+        raise ConfigurationError(
+            f"{self.dsn.display}: cannot resume from {resume}: the server does not use GTIDs (gtid_mode=OFF) and "
+            "the position names no binlog file"
+        )
+
+    async def _check_history(self, conn: BinlogConnection, resume: BinlogPosition) -> None:
+        """Refuse to stream from a server whose history does not contain ``resume`` (see the class docstring)."""
+        info = conn.info
+        where = self.dsn.display
+        expected = self._server_id or resume.server_id
+        changed = bool(expected) and bool(info.server_id) and info.server_id != expected
+        if changed and self._mode == "file":
+            raise SourceHistoryError(
+                f"{where}: the source is now the server with server_id {info.server_id}, not {expected}, and this "
+                f"stream resumes by binlog file and offset ({resume.file}:{resume.offset}), which mean nothing on "
+                "another server. Turn on GTIDs (gtid_mode=ON) so that readers can follow a failover, or take a new "
+                "snapshot from the new server"
+            )
+        file, offset, gtid_text = await conn.current_position()
+        if self._mode == "gtid" and resume.gtid_set is not None and gtid_text.strip():
+            server_set = parse_gtid_set(gtid_text, info.flavor)
+            if type(server_set) is type(resume.gtid_set) and not server_set.contains(resume.gtid_set):  # type: ignore[arg-type]
+                raise SourceHistoryError(
+                    f"{where}: the server's binlog ends at GTIDs [{server_set}], which do not include this stream's "
+                    f"position [{resume.gtid_set}]: the source's history went backwards or is another history "
+                    "(RESET MASTER, a restored backup, a different server). Resuming would skip or mix transactions: "
+                    "take a new snapshot (for a replica: mybinlog snapshot, or drop its checkpoint and let replicate "
+                    "load it again)"
+                )
+        elif self._mode == "gtid" and resume.gtid_set is not None and bool(resume.gtid_set):
+            raise SourceHistoryError(
+                f"{where}: the server reports no executed GTIDs, but this stream resumes after [{resume.gtid_set}]: "
+                "the source's history went backwards (RESET MASTER?) or this is another server. Take a new snapshot"
+            )
+        if not changed and resume.file and file:
+            ours, theirs = _file_order(resume.file), _file_order(file)
+            if ours is not None and theirs is not None and ours[0] == theirs[0] and (theirs[1], offset) < (
+                ours[1],
+                resume.offset,
+            ):
+                raise SourceHistoryError(
+                    f"{where}: the server's binlog ends at {file}:{offset}, before this stream's position "
+                    f"{resume.file}:{resume.offset}: the source's history went backwards (RESET MASTER, a restored "
+                    "backup). Resuming would read other transactions at the same offsets: take a new snapshot (for "
+                    "a replica: mybinlog snapshot, or drop its checkpoint and let replicate load it again)"
+                )
+        if changed:
+            logger.warning(
+                "%s: the source is now the server with server_id %d (was %d): following it by GTID set [%s]; "
+                "binlog files and offsets from now on are that server's",
+                where,
+                info.server_id,
+                expected,
+                resume.gtid_set,
+            )
+        if info.server_id:
+            self._server_id = info.server_id
 
     async def _connect(self) -> BinlogConnection:
         conn = await BinlogConnection.connect(
@@ -378,8 +482,11 @@ class BinlogStream:
                     out.append(event)
                 continue
             if isinstance(event, _CONTROL):
-                if not self._replaying:
-                    out.append(event)  # a re-sent ROTATE/FDE/previous-GTIDs preamble is dropped
+                # a re-sent FDE/previous-GTIDs preamble is dropped; the ROTATE that opens the new dump is not: it
+                # names the file (and the server) the events that follow belong to, which may be new (a restart
+                # opens a new file; a failover streams another server's files)
+                if not self._replaying or isinstance(event, RotateEvent):
+                    out.append(event)
                 continue
             self._replaying = False
             self._yielded_in_txn += 1
@@ -402,14 +509,21 @@ class BinlogStream:
         self._conn = None
         if old is not None:
             await old.close()
+        began = time.monotonic()
+        budget = self.max_reconnect_seconds
         while True:
             attempt += 1
+            delay = min(high, low * 2 ** min(attempt - 1, 60)) * (0.5 + random.random() / 2)
             if attempt > self.max_reconnect_attempts:
                 raise SourceConnectionError(
                     f"{self.dsn.display}: gave up after {self.max_reconnect_attempts} reconnect attempts "
                     f"(last error: {error}); resume later from {resume}"
                 ) from error
-            delay = min(high, low * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
+            if budget is not None and time.monotonic() - began + delay > budget:
+                raise SourceConnectionError(
+                    f"{self.dsn.display}: the server stayed unreachable for {budget:g} s (last error: {error}); "
+                    f"resume later from {resume}"
+                ) from error
             logger.warning(
                 "%s: connection lost (%s); reconnecting in %.2fs (attempt %d of %d) from %s",
                 self.dsn.display,
@@ -426,8 +540,11 @@ class BinlogStream:
                 error = exc
                 continue
             try:
-                self._tracker = PositionTracker(resume)
                 mode_gtid = self._mode == "gtid" or (not resume.file and resume.gtid_set is not None)
+                if mode_gtid:
+                    self._mode = "gtid"
+                await self._check_history(conn, resume)
+                self._tracker = PositionTracker(resume)
                 if mode_gtid and resume.gtid_set is not None:
                     self._decoder = self._new_decoder(conn, resume.file)
                     await conn.start_dump(gtid_set=resume.gtid_set, blocking=self.blocking)

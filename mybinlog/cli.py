@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import logging
 import os
 import signal
@@ -12,7 +11,7 @@ import sys
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any, TextIO
 
-from ._dsn import DSN
+from ._cli_common import add_source_arguments, source_dsn
 from ._exceptions import MybinlogError
 from ._files import iter_binlog_events
 from ._format import event_to_json, event_to_text
@@ -41,8 +40,10 @@ def _build_parser(plugins: bool = True) -> argparse.ArgumentParser:
     src.add_argument(
         "--dsn",
         metavar="URL",
-        help="mysql://user:password@host:port (the password may instead come from MYBINLOG_PASSWORD)",
+        help="mysql://user@host:port; the password from --password-file, MYBINLOG_PASSWORD_FILE or "
+        "MYBINLOG_PASSWORD (in the URL, `ps` shows it to every user)",
     )
+    add_source_arguments(dump)
     dump.add_argument("--format", choices=("text", "jsonl"), default="text", help="output format (default text)")
     dump.add_argument("--follow-rotate", action="store_true", help="with --file: continue into the next file")
     start = dump.add_mutually_exclusive_group()
@@ -114,9 +115,7 @@ def _write_all(events: Iterable[Event], fmt: str, out: TextIO, limit: int | None
 async def _dump_server(args: argparse.Namespace, out: TextIO) -> int:
     from ._stream import BinlogStream
 
-    dsn = DSN.parse(args.dsn)
-    if not dsn.password and os.environ.get("MYBINLOG_PASSWORD"):
-        dsn = dataclasses.replace(dsn, password=os.environ["MYBINLOG_PASSWORD"])
+    dsn = source_dsn(args, attr="dsn", option="--dsn")
     stream = BinlogStream(
         dsn,
         gtid_set=args.gtid,
@@ -180,6 +179,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.file:
                 if args.gtid or args.binlog_file or args.from_beginning or args.stop_at_end:
                     parser.error("--gtid/--binlog-file/--from-beginning/--stop-at-end go with --dsn, not --file")
+                if args.password_file:
+                    parser.error("--password-file goes with --dsn, not --file")
                 events = iter_binlog_events(
                     args.file,
                     verify_checksum=not args.no_verify_checksum,

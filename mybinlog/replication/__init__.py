@@ -15,7 +15,14 @@ Importing this module does not import chdb or aiochclient; opening a target does
 from __future__ import annotations
 
 from ._checkpoint import Checkpoint, load_checkpoint, save_checkpoint
-from ._replicator import ReplicaStatus, ReplicationError, ReplicationSettings, Replicator
+from ._replicator import (
+    ReplicaLockedError,
+    ReplicaStatus,
+    ReplicationError,
+    ReplicationSettings,
+    Replicator,
+    TargetUnavailableError,
+)
 from ._target import Capabilities, Target, TargetError, open_target
 from ._verify import ColumnDifference, RowDifference, TableResult, VerifyReport, verify
 from ._version import snapshot_version, transaction_version
@@ -24,6 +31,7 @@ __all__ = [
     "Capabilities",
     "Checkpoint",
     "ColumnDifference",
+    "ReplicaLockedError",
     "ReplicaStatus",
     "ReplicationError",
     "ReplicationSettings",
@@ -32,6 +40,7 @@ __all__ = [
     "TableResult",
     "Target",
     "TargetError",
+    "TargetUnavailableError",
     "VerifyReport",
     "load_checkpoint",
     "open_target",

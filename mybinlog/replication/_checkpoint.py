@@ -5,17 +5,28 @@ schemas at that point. It is written only after the data it covers has been inse
 single-row insert (atomic in ClickHouse) into ``<meta_database>.checkpoints``, a ReplacingMergeTree keyed by replica
 with an increasing ``seq``. ``pending`` records a batch that is about to be inserted (its end position): after a
 crash, the replicator replays exactly that batch first, so collapsing tables can deduplicate or roll it back.
+
+Two more states share the row:
+
+* ``loading``: the replica's built-in initial load has started and not finished; the list names every ClickHouse
+  table it may have written. A replicator that finds it drops those tables and loads again (a load is never
+  resumed: rows deleted at the source meanwhile would stay). :func:`load_checkpoint` returns such a row only when
+  asked (``include_loading=True``): for everyone else the replica has no checkpoint yet.
+* ``version_base``: added to binlog file numbers in row versions (see :mod:`._version`). It changes when the source
+  becomes another server (a failover: ``position.server_id`` changes), so that versions keep growing although the
+  new server numbers its binlog files differently.
 """
 
 from __future__ import annotations
 
 import json
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._gtid import parse_gtid_set
 from .._position import BinlogPosition
-from ._target import quote_ident, quote_string
+from ._target import TargetError, quote_ident, quote_string
 
 if TYPE_CHECKING:
     from ._target import Target
@@ -37,6 +48,8 @@ class Checkpoint:
     pending: BinlogPosition | None = None  # end of a batch being inserted (None: nothing in flight)
     stopped: dict[str, str] = field(default_factory=dict)  # table -> why its replication stopped
     seq: int = 0
+    loading: list[str] | None = None  # an unfinished initial load: the tables it may have written
+    version_base: int = 0  # added to binlog file numbers in row versions (changes on a failover)
 
 
 def _position_json(pos: BinlogPosition | None) -> dict[str, Any] | None:
@@ -48,6 +61,7 @@ def _position_json(pos: BinlogPosition | None) -> dict[str, Any] | None:
         "gtid_set": None if pos.gtid_set is None else str(pos.gtid_set),
         "flavor": None if pos.gtid_set is None else pos.gtid_set.flavor,
         "timestamp": pos.timestamp,
+        "server_id": pos.server_id,
     }
 
 
@@ -56,24 +70,37 @@ def _position_from(obj: dict[str, Any] | None) -> BinlogPosition | None:
         return None
     gtids = obj.get("gtid_set")
     gtid_set = parse_gtid_set(gtids, obj.get("flavor")) if gtids is not None else None
-    return BinlogPosition(obj["file"], int(obj["offset"]), gtid_set, int(obj.get("timestamp", 0)))
+    return BinlogPosition(
+        obj["file"], int(obj["offset"]), gtid_set, int(obj.get("timestamp", 0)), int(obj.get("server_id", 0))
+    )
 
 
-async def _ensure_table(target: Target, meta_database: str) -> str:
+# per target: the meta databases whose checkpoints table is known to exist, so that saving a checkpoint is one
+# insert and no DDL
+_ENSURED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+_MISSING_CODES = frozenset({60, 81})  # unknown table, unknown database: dropped behind our back
+
+
+async def _ensure_table(target: Target, meta_database: str, *, force: bool = False) -> str:
     db = quote_ident(meta_database)
     table = f"{db}.{quote_ident(_TABLE)}"
+    known = _ENSURED.setdefault(target, set())
+    if meta_database in known and not force:
+        return table
     await target.execute(f"CREATE DATABASE IF NOT EXISTS {db}")
     await target.execute(
         f"CREATE TABLE IF NOT EXISTS {table} (replica String, seq UInt64, state String) "
         "ENGINE = ReplacingMergeTree(seq) ORDER BY replica"
     )
+    known.add(meta_database)
     return table
 
 
 async def load_checkpoint(
-    target: Target, replica: str, *, meta_database: str = DEFAULT_META_DATABASE
+    target: Target, replica: str, *, meta_database: str = DEFAULT_META_DATABASE, include_loading: bool = False
 ) -> Checkpoint | None:
-    """The newest checkpoint of ``replica``, or None when it never saved one."""
+    """The newest checkpoint of ``replica``, or None when it never saved one (or, unless ``include_loading``, when
+    its initial load has not finished)."""
     table = await _ensure_table(target, meta_database)
     rows = await target.query(
         f"SELECT seq, state FROM {table} WHERE replica = {quote_string(replica)} ORDER BY seq DESC LIMIT 1"
@@ -84,6 +111,9 @@ async def load_checkpoint(
     obj = json.loads(state or "{}")
     position = _position_from(obj["position"])
     assert position is not None
+    loading = obj.get("loading")
+    if loading is not None and not include_loading:
+        return None
     return Checkpoint(
         replica=replica,
         position=position,
@@ -92,6 +122,8 @@ async def load_checkpoint(
         pending=_position_from(obj.get("pending")),
         stopped=dict(obj.get("stopped", {})),
         seq=int(seq or 0),
+        loading=None if loading is None else [str(t) for t in loading],
+        version_base=int(obj.get("version_base", 0)),
     )
 
 
@@ -108,12 +140,20 @@ async def save_checkpoint(
             "source": checkpoint.source,
             "pending": _position_json(checkpoint.pending),
             "stopped": checkpoint.stopped,
+            "loading": checkpoint.loading,
+            "version_base": checkpoint.version_base,
         },
         separators=(",", ":"),
         ensure_ascii=False,
     )
-    line = "\t".join((_tsv(checkpoint.replica), str(checkpoint.seq), _tsv(state))) + "\n"
-    await target.insert_tsv(table, ("replica", "seq", "state"), line.encode("utf-8"))
+    data = ("\t".join((_tsv(checkpoint.replica), str(checkpoint.seq), _tsv(state))) + "\n").encode("utf-8")
+    try:
+        await target.insert_tsv(table, ("replica", "seq", "state"), data)
+    except TargetError as exc:
+        if exc.code not in _MISSING_CODES:
+            raise
+        table = await _ensure_table(target, meta_database, force=True)
+        await target.insert_tsv(table, ("replica", "seq", "state"), data)
 
 
 def _tsv(text: str) -> str:

@@ -25,11 +25,12 @@ import logging
 import re
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .. import _failpoints
 from .._dsn import DSN
-from .._exceptions import ConfigurationError, MybinlogError
+from .._exceptions import ConfigurationError, MybinlogError, SourceError
 from .._position import BinlogPosition
 from .._protocol._events import (
     DeleteRowsEvent,
@@ -42,11 +43,24 @@ from .._protocol._events import (
 from .._sharing import Binlog, BinlogClient, BinlogDetachedError, get_binlog_client
 from . import _chschema, _ddl, _types
 from ._checkpoint import DEFAULT_META_DATABASE, Checkpoint, load_checkpoint, save_checkpoint
-from ._source import SourceConnection
-from ._target import Target, TargetError, quote_ident
-from ._version import snapshot_version, transaction_version
+from ._lease import ReplicaLease, ReplicaLockedError, lease_name, target_identity
+from ._source import SourceConnection, quote_mysql_ident, select_scope
+from ._target import Target, TargetConnectionError, TargetError, quote_ident, quote_string
+from ._version import (
+    binlog_file_number,
+    snapshot_version,
+    transaction_version,
+    version_file,
+    version_position,
+)
 
-__all__ = ["ReplicationError", "ReplicationSettings", "Replicator"]
+__all__ = [
+    "ReplicaLockedError",
+    "ReplicationError",
+    "ReplicationSettings",
+    "Replicator",
+    "TargetUnavailableError",
+]
 
 logger = logging.getLogger("mybinlog.replication")
 
@@ -55,9 +69,21 @@ class ReplicationError(MybinlogError):
     """Replication of a table or a replica cannot go on (the message names the statement or value and the fix)."""
 
 
+class TargetUnavailableError(ReplicationError):
+    """ClickHouse kept failing for longer than ``target_retry_seconds``; nothing was lost: run again to resume."""
+
+    retriable = True
+
+
 @dataclass
 class ReplicationSettings:
-    """Settings of one replica (names as in ClickHouse's MaterializedMySQL where it has them)."""
+    """Settings of one replica (names as in ClickHouse's MaterializedMySQL where it has them).
+
+    ``target_retry_seconds``: how long a failing ClickHouse (unreachable, restarting, refusing for a reason that may
+    pass) is retried, restarting from the checkpoint with backoff, before the replicator gives up
+    (:class:`TargetUnavailableError`). ``source_retry_seconds``: how long the source may stay unreachable (the
+    binlog stream and the replica lock reconnect meanwhile) before it gives up with the position to resume from.
+    """
 
     engine: str = "replacing"
     max_rows_in_buffer: int = 65_505
@@ -70,16 +96,23 @@ class ReplicationSettings:
     max_flush_milliseconds_in_binlog_dispatcher: int = 100
     meta_database: str = DEFAULT_META_DATABASE
     initial_load: str = "auto"  # "auto": copy existing tables when there is no checkpoint; "none": stream only
+    target_retry_seconds: float = 300.0
+    source_retry_seconds: float = 300.0
 
     def __post_init__(self) -> None:
         if self.engine not in _chschema.ENGINES:
             raise ConfigurationError(f"unknown engine {self.engine!r}; choose one of {', '.join(_chschema.ENGINES)}")
         if self.initial_load not in ("auto", "none"):
             raise ConfigurationError("initial_load must be 'auto' or 'none'")
-        for name in ("max_rows_in_buffer", "max_bytes_in_buffer", "max_flush_data_time"):
+        for name in (
+            "max_rows_in_buffer",
+            "max_bytes_in_buffer",
+            "max_flush_data_time",
+            "target_retry_seconds",
+            "source_retry_seconds",
+        ):
             if getattr(self, name) < 0:
                 raise ConfigurationError(f"{name} must be >= 0")
-
 
 # ------------------------------------------------------------------------------------------------------------
 # per-table state
@@ -169,6 +202,37 @@ class ReplicaStatus:
     detaches: int = 0
     stopped_tables: dict[str, str] = field(default_factory=dict)
     state: str = "starting"
+    retries: int = 0
+    load_rows: int = 0
+    load_tables: int = 0
+    error: str | None = None
+
+
+# ClickHouse errors that may pass by themselves (the server restarting, overloaded, a timeout): restart from the
+# checkpoint and try again. Anything else (a wrong type, a missing column) is reported at once.
+_RETRIABLE_TARGET_CODES = frozenset(
+    {
+        3,  # UNEXPECTED_END_OF_FILE (a connection cut in the middle of a request)
+        159,  # TIMEOUT_EXCEEDED
+        164,  # READONLY
+        202,  # TOO_MANY_SIMULTANEOUS_QUERIES
+        203,  # NO_FREE_CONNECTION
+        209,  # SOCKET_TIMEOUT
+        210,  # NETWORK_ERROR
+        236,  # ABORTED
+        241,  # MEMORY_LIMIT_EXCEEDED
+        242,  # TABLE_IS_READ_ONLY
+        252,  # TOO_MANY_PARTS
+        319,  # UNKNOWN_STATUS_OF_INSERT
+        425,  # SYSTEM_ERROR
+    }
+)
+
+
+def _target_retriable(exc: BaseException) -> bool:
+    if isinstance(exc, TargetConnectionError):
+        return True
+    return isinstance(exc, TargetError) and exc.code in _RETRIABLE_TARGET_CODES
 
 
 class Replicator:
@@ -177,6 +241,11 @@ class Replicator:
     ``await replicator.run()`` streams until :meth:`stop` (clean: flushes and checkpoints) or an error;
     ``run(until_caught_up=True)`` returns once everything the source had written when it started is replicated.
     Several replicators of one source share one binlog connection (the same :class:`BinlogClient`).
+
+    One process writes a replica at a time: the replicator holds a lock on the source named after the target and
+    the replica (:mod:`._lease`) and raises :class:`ReplicaLockedError` when another process holds it. A failing
+    ClickHouse is retried (``target_retry_seconds``) by restarting from the checkpoint, which is exact whatever was
+    written before the failure; an unreachable source is retried by the binlog stream (``source_retry_seconds``).
     """
 
     def __init__(
@@ -207,11 +276,15 @@ class Replicator:
         self._batch_bytes = 0
         self._batch_started: float | None = None
         self._batch_end: BinlogPosition | None = None
-        self._batch_start: BinlogPosition | None = None
         self._replay_until: BinlogPosition | None = None
         self._stop = asyncio.Event()
         self._ddl_dirty = False
         self._binlog: Binlog | None = None
+        self._lease: ReplicaLease | None = None
+        self._version_base = 0
+        self._version_server = 0  # the server whose file numbers the versions use (0: not known yet)
+        self._last_version = 0  # the version of the last transaction end seen: they never go backwards
+        self._saves = 0  # checkpoints saved by this replicator (progress, for the retry budget)
         self.status = ReplicaStatus(self.replica, database, self.target_database, "", None)
         self.flavor = "mariadb"
 
@@ -236,11 +309,18 @@ class Replicator:
     async def run(self, *, until_caught_up: bool = False) -> None:
         try:
             await self._run(until_caught_up)
-        finally:
+        except BaseException as exc:
+            self.status.state = "failed"
+            if isinstance(exc, Exception):
+                self.status.error = str(exc)
+            raise
+        else:
             self.status.state = "stopped"
-            if self._binlog is not None:
-                await self._binlog.close()
-                self._binlog = None
+        finally:
+            await self._close_binlog()
+            lease, self._lease = self._lease, None
+            if lease is not None:
+                await asyncio.shield(lease.release())
 
     # -- startup -------------------------------------------------------------------------------------------
     async def _run(self, until_caught_up: bool) -> None:
@@ -251,42 +331,143 @@ class Replicator:
                 f"engine 'replacing_is_deleted' needs ReplacingMergeTree(ver, is_deleted) (ClickHouse 23.2+); "
                 f"{self.target.description} is {'.'.join(map(str, caps.version))}: use engine='replacing'"
             )
-        await self.target.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(self.target_database)}")
         async with await SourceConnection.connect(self.dsn) as src:  # checks the source's binlog settings early
             self.flavor = src.flavor
-        cp = await load_checkpoint(self.target, self.replica, meta_database=s.meta_database)
-        if cp is None:
-            cp = await self._initial_load()
+            goal = await src.current_position() if until_caught_up else None
+        lease = ReplicaLease(
+            self.dsn,
+            lease_name(target_identity(self.target), s.meta_database, self.replica),
+            replica=self.replica,
+            retry_seconds=s.source_retry_seconds,
+        )
+        await lease.acquire()
+        self._lease = lease
+        if self.client is None:
+            self.client = get_binlog_client(
+                self.dsn,
+                max_flush_milliseconds_in_binlog_dispatcher=s.max_flush_milliseconds_in_binlog_dispatcher,
+                stream_options={
+                    "max_reconnect_attempts": 1_000_000,
+                    "max_reconnect_seconds": s.source_retry_seconds,
+                },
+            )
+        failing_since: float | None = None
+        saves_then = -1
+        delay = 0.2
+        while True:
+            try:
+                await self._attempt(goal)
+                return
+            except MybinlogError as exc:
+                if not _target_retriable(exc) or self._stop.is_set():
+                    raise
+                now = time.monotonic()
+                if failing_since is None or self._saves != saves_then:  # a new outage (progress since the last)
+                    failing_since, saves_then, delay = now, self._saves, 0.2
+                if now - failing_since + delay > s.target_retry_seconds:
+                    raise TargetUnavailableError(
+                        f"{self.replica}: ClickHouse at {self.target.description} kept failing for "
+                        f"{s.target_retry_seconds:g} s (last error: {exc}); nothing is lost: run again to resume "
+                        f"from the checkpoint"
+                    ) from exc
+                self.status.retries += 1
+                self.status.state = "retrying"
+                logger.warning(
+                    "%s: ClickHouse failed (%s); starting again from the checkpoint in %.1f s", self.replica, exc, delay
+                )
+                await self._reset()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay):
+                        await self._stop.wait()  # a backoff that a stop request cuts short
+                delay = min(delay * 2, 10.0)
+
+    async def _attempt(self, goal: BinlogPosition | None) -> None:
+        """Load the checkpoint (making the initial load when there is none or it did not finish) and stream."""
+        s = self.settings
+        await self.target.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(self.target_database)}")
+        cp = await load_checkpoint(self.target, self.replica, meta_database=s.meta_database, include_loading=True)
+        if cp is None or cp.loading is not None:
+            cp = await self._initial_load(cp)
         self._checkpoint = cp
+        self._tables = {}
         for name, text in cp.tables.items():
             if name not in cp.stopped:
                 self._tables[name] = _Table(self, _ddl.parse_create_table(text, self.database))
+        self.status.stopped_tables = dict(cp.stopped)
+        self._version_base = cp.version_base
+        self._version_server = cp.position.server_id
+        self._last_version = self._version_of(cp.position) if cp.position.file else 0
         if cp.pending is not None:
             await self._prepare_replay(cp)
-        goal: BinlogPosition | None = None
-        if until_caught_up:
-            async with await SourceConnection.connect(self.dsn) as src:
-                goal = await src.current_position()
+        if self._stop.is_set():
+            return
         self.status.state = "streaming"
         self.status.position = str(cp.position)
-        if self.client is None:
-            self.client = get_binlog_client(
-                self.dsn, max_flush_milliseconds_in_binlog_dispatcher=s.max_flush_milliseconds_in_binlog_dispatcher
-            )
         await self._stream(cp, goal)
 
-    async def _initial_load(self) -> Checkpoint:
-        """Copy the tables that exist now, consistently with a binlog position, and return the first checkpoint."""
+    async def _reset(self) -> None:
+        """Forget everything after the checkpoint (before starting again from it)."""
+        await self._close_binlog()
+        self._batch.clear()
+        self._txn.clear()
+        self._batch_rows = self._batch_bytes = 0
+        self._batch_started = None
+        self._batch_end = None
+        self._replay_until = None
+        self._ddl_dirty = False
+
+    async def _close_binlog(self) -> None:
+        binlog, self._binlog = self._binlog, None
+        if binlog is not None:
+            with contextlib.suppress(MybinlogError):
+                await asyncio.shield(binlog.close())
+
+    async def _confirm_lease(self) -> None:
+        if self._lease is not None:
+            await self._lease.confirm()
+
+    async def _initial_load(self, previous: Checkpoint | None) -> Checkpoint:
+        """Copy the tables that exist now, consistently with a binlog position, and return the first checkpoint.
+
+        Crash-safe: before it writes anything, the checkpoint row says the load is running and names every table it
+        may write (with those of an earlier unfinished load). A load is never continued: the next start drops those
+        tables and loads again, so rows deleted at the source meanwhile cannot stay, and a DDL in between is simply
+        part of the new load.
+        """
         s = self.settings
         self.status.state = "initial load"
+        leftovers = set(previous.loading or ()) if previous is not None else set()
         async with await SourceConnection.connect(self.dsn) as src:
-            names = [t for t in await src.tables(self.database) if self._wanted(t)]
+            names = await self._tables_in_scope(src)
+            marker = Checkpoint(
+                self.replica,
+                BinlogPosition("", 4),
+                source=self.dsn.display,
+                loading=sorted(leftovers | set(names)),
+                seq=previous.seq if previous is not None else 0,
+            )
+            if not leftovers:
+                await self._check_empty_targets(names)
+            await self._confirm_lease()
+            await save_checkpoint(self.target, marker, meta_database=s.meta_database)
+            for name in sorted(leftovers):
+                await self.target.execute(f"DROP TABLE IF EXISTS {self._ch(name)}")
+            if leftovers:
+                logger.warning(
+                    "%s: an earlier initial load did not finish; dropped what it wrote (%s) and loading again",
+                    self.replica,
+                    ", ".join(sorted(leftovers)),
+                )
+            server_id = src.info.server_id
+            self.status.load_tables = len(names)
             if s.initial_load == "none":
                 position = await src.current_position()
                 texts = {t: await src.show_create_table(self.database, t) for t in names}
                 for text in texts.values():
                     await self._create_ch_table(_ddl.parse_create_table(text, self.database))
-                cp = Checkpoint(self.replica, position, texts, source=self.dsn.display)
+                cp = Checkpoint(
+                    self.replica, replace(position, server_id=server_id), texts, source=self.dsn.display, seq=marker.seq
+                )
                 await save_checkpoint(self.target, cp, meta_database=s.meta_database)
                 return cp
             watermark = await src.current_position()  # before the schemas: DDL after it is replayed
@@ -297,33 +478,118 @@ class Replicator:
                     "the initial load of a collapsing replica needs MariaDB's consistent snapshot position; on "
                     "MySQL use engine='replacing' or start from an empty database (initial_load='none')"
                 )
-            start = exact if exact is not None else watermark
+            start = replace(exact if exact is not None else watermark, server_id=server_id)
             version = snapshot_version(start)
             total = 0
             for name in names:
                 table = _Table(self, _ddl.parse_create_table(texts[name], self.database))
+                await self.target.execute(f"DROP TABLE IF EXISTS {table.ch_table}")
                 await self._create_ch_table(table.definition)
                 suffix = _meta_suffix(s.engine, 1, version)
                 async for rows in src.stream_rows(self.database, name, table.columns):
                     encode = table.select_encoder
-                    data = "".join([encode(r) + suffix for r in rows]).encode(
-                        "utf-8", "surrogateescape"
-                    )
+                    data = "".join([encode(r) + suffix for r in rows]).encode("utf-8", "surrogateescape")
                     await self.target.insert_tsv(table.ch_table, table.insert_columns, data)
                     total += len(rows)
+                    self.status.load_rows = total
+                    if _failpoints.ACTIVE:
+                        _failpoints.reached("load.after_rows")
             await src.commit()
             after = {t: await src.show_create_table(self.database, t) for t in names}
             changed = [t for t in names if _schema_text(after[t]) != _schema_text(texts[t])]
             if changed:
                 raise ReplicationError(
                     f"the schema of {', '.join(changed)} changed during the initial load; run replicate again "
-                    "(the checkpoint was not saved) and avoid DDL on these tables until it is done"
+                    "(it starts the load over) and avoid DDL on these tables until it is done"
                 )
-        cp = Checkpoint(self.replica, start, texts, source=self.dsn.display)
+        cp = Checkpoint(self.replica, start, texts, source=self.dsn.display, seq=marker.seq)
+        await self._confirm_lease()
         await save_checkpoint(self.target, cp, meta_database=s.meta_database)
         logger.info("%s: initial load copied %d rows of %d tables at %s", self.replica, total, len(names), start)
         self.status.rows_written += total
         return cp
+
+    async def _tables_in_scope(self, src: SourceConnection) -> list[str]:
+        """The tables to load, after checking that the source user can read each of them and that ClickHouse can
+        hold them: a table in scope that cannot be read is an error naming the fix, never a silent omission."""
+        db = self.database
+        user = self.dsn.user
+        grant = f"GRANT SELECT ON {quote_mysql_ident(db)}.* TO '{user}'@'<host>'"
+        if not await src.database_visible(db):
+            raise ReplicationError(
+                f"database {db!r} does not exist on {self.dsn.display}, or user {user!r} has no privilege on it "
+                f"(then it is invisible): create it, or {grant}"
+            )
+        visible = await src.tables(db)
+        names = [t for t in visible if self._wanted(t)]
+        problems: list[str] = []
+        if self.table_filter is not None:
+            problems.extend(
+                f"{db}.{t}: no such table, or user {user!r} has no privilege on it: "
+                f"GRANT SELECT ON {quote_mysql_ident(db)}.{quote_mysql_ident(t)} TO '{user}'@'<host>'"
+                for t in sorted(self.table_filter - set(visible))
+            )
+        else:
+            scope = select_scope(await src.grants(), db)
+            if scope is not None and scope[0] != "all":
+                readable = sorted(scope[1])
+                problems.append(
+                    f"user {user!r} may SELECT only some tables of {db!r} ({', '.join(readable) or 'none'}); tables it "
+                    f"cannot read are invisible to it and would be left out: {grant}, or name the tables to replicate "
+                    "with --tables"
+                )
+        for t in names:
+            try:
+                await src.query(f"SELECT 1 FROM {quote_mysql_ident(db)}.{quote_mysql_ident(t)} LIMIT 0")
+                text = await src.show_create_table(db, t)
+            except MybinlogError as exc:
+                problems.append(
+                    f"{db}.{t}: cannot be read ({exc}): "
+                    f"GRANT SELECT ON {quote_mysql_ident(db)}.{quote_mysql_ident(t)} TO '{user}'@'<host>'"
+                )
+                continue
+            try:
+                definition = _ddl.parse_create_table(text, db)
+                _chschema.create_table_sql(
+                    definition,
+                    database=self.target_database,
+                    engine=self.settings.engine,
+                    caps=self.target.capabilities,
+                )
+            except MybinlogError as exc:
+                problems.append(
+                    f"{db}.{t}: cannot be replicated into ClickHouse ({exc}); leave it out with --tables, or change it"
+                )
+        if problems:
+            raise ReplicationError(
+                f"{self.replica}: {len(problems)} table(s) in scope cannot be replicated, nothing was written:\n  "
+                + "\n  ".join(problems)
+            )
+        return names
+
+    async def _check_empty_targets(self, names: Sequence[str]) -> None:
+        """A first load writes into tables of its own: existing rows would be mixed with the load's."""
+        if not names:
+            return
+        rows = await self.target.query(
+            f"SELECT name FROM system.tables WHERE database = {quote_string(self.target_database)}"
+        )
+        full: list[str] = []
+        for (name,) in rows:
+            if name is not None and name in names:
+                count = await self.target.query(f"SELECT count() FROM {self._ch(name)}")
+                if count and int(count[0][0] or 0) > 0:
+                    full.append(name)
+        if full:
+            raise ReplicationError(
+                f"{self.replica}: ClickHouse table(s) {', '.join(full)} in {self.target_database} already hold rows, "
+                f"and replica {self.replica!r} has no checkpoint: an initial load needs empty tables (rows deleted at "
+                "the source would stay). Drop them, or replicate into another --target-database; if a snapshot of this "
+                "replica was interrupted, run `mybinlog snapshot` again instead (it cleans up after itself)"
+            )
+
+    def _ch(self, name: str) -> str:
+        return f"{quote_ident(self.target_database)}.{quote_ident(name)}"
 
     async def _create_ch_table(self, definition: _ddl.TableDef) -> None:
         sql = _chschema.create_table_sql(
@@ -339,11 +605,12 @@ class Replicator:
         assert cp.pending is not None
         if self.settings.engine != "collapsing":
             return  # versions make the replay idempotent
-        if self.target.capabilities.insert_deduplication_token:
+        if self.target.capabilities.insert_deduplication_token and cp.pending.server_id == cp.position.server_id:
             self._replay_until = cp.pending  # same batch, same tokens: the server drops what it already has
             return
-        # no deduplication tokens (old servers): remove the unconfirmed tail, then replay it normally
-        floor = transaction_version(cp.position)
+        # no deduplication tokens (old servers): remove the unconfirmed tail, then replay it normally. Rows a snapshot
+        # or the initial load wrote at the checkpoint's position carry its version with the low bit set: they stay.
+        floor = snapshot_version(cp.position, cp.version_base)
         for table in self._tables.values():
             await self.target.execute(
                 f"ALTER TABLE {table.ch_table} DELETE WHERE _version > {floor}"
@@ -351,6 +618,8 @@ class Replicator:
             )
         if not self.target.capabilities.mutations_sync:
             await self._wait_mutations()
+        cp.pending = None
+        await save_checkpoint(self.target, cp, meta_database=self.settings.meta_database)
 
     async def _wait_mutations(self) -> None:
         deadline = time.monotonic() + 300
@@ -368,13 +637,63 @@ class Replicator:
     def _wanted(self, table: str) -> bool:
         return self.table_filter is None or table in self.table_filter
 
+    # -- versions ------------------------------------------------------------------------------------------
+    def _version_of(self, end: BinlogPosition) -> int:
+        return transaction_version(end, self._version_base)
+
+    async def _check_version(self, end: BinlogPosition) -> int:
+        """The version of the transaction ending at ``end``: a new version base when the source became another
+        server, and an error (never lower versions written silently) when positions went backwards."""
+        server = end.server_id
+        if server and self._version_server and server != self._version_server:
+            await self._rebase(end)
+        elif server and not self._version_server:
+            self._version_server = server
+        version = self._version_of(end)
+        if version < self._last_version:
+            last = version_position(self._last_version)
+            raise ReplicationError(
+                f"{self.replica}: the binlog position went backwards on server_id {server or 'unknown'}: a transaction "
+                f"ends at {end.file}:{end.offset} after one that ended at file number {last[0] - self._version_base}, "
+                f"offset {last[1]}. The source's history changed under the replica (RESET MASTER, a restored backup, "
+                "another server under the same server_id); writing on would give newer changes lower versions. "
+                "Take a new snapshot (mybinlog snapshot, or drop the replica's checkpoint and its tables)"
+            )
+        self._last_version = version
+        return version
+
+    async def _rebase(self, end: BinlogPosition) -> None:
+        """The source is another server now (a failover with the same GTID history): its file numbers continue
+        above every version written so far."""
+        floor = self._last_version
+        for table in self._tables.values():
+            rows = await self.target.query(f"SELECT max(_version) FROM {table.ch_table}")
+            if rows and rows[0][0] not in (None, ""):
+                floor = max(floor, int(rows[0][0] or 0))
+        for changes in self._batch.values():
+            for change in changes.values():
+                floor = max(floor, change.version)
+        base = version_file(floor) + 1 - binlog_file_number(end.file)
+        logger.warning(
+            "%s: the source is now the server with server_id %d (was %d): row versions continue above the last "
+            "one written (version base %d -> %d)",
+            self.replica,
+            end.server_id,
+            self._version_server,
+            self._version_base,
+            base,
+        )
+        self._version_base = base
+        self._version_server = end.server_id
+        self._last_version = floor
+
     # -- streaming -----------------------------------------------------------------------------------------
     async def _stream(self, cp: Checkpoint, goal: BinlogPosition | None) -> None:
         s = self.settings
         assert self.client is not None
         binlog = await self.client.create_binlog(
             name=self.replica,
-            executed_gtid_set=cp.position.gtid_set,
+            position=cp.position,
             databases=[self.database],
             max_bytes_in_binlog_queue=s.max_bytes_in_binlog_queue,
             max_milliseconds_to_wait_in_binlog_queue=s.max_milliseconds_to_wait_in_binlog_queue,
@@ -399,6 +718,12 @@ class Replicator:
                 continue
             except StopAsyncIteration:
                 break
+            except SourceError:
+                # the source is gone for longer than the budget (or refuses): keep what is complete, then report
+                if self._replay_until is None:
+                    with contextlib.suppress(MybinlogError):
+                        await self._flush()
+                raise
             if event is not None:
                 await self._handle(event)
                 pos = binlog.position
@@ -411,9 +736,20 @@ class Replicator:
                         self._ddl_dirty = False
                         await self._flush()
                     continue
-            if self._batch_started is not None and time.monotonic() - self._batch_started >= flush_s:
+            if (
+                self._batch_started is not None
+                and self._replay_until is None  # a replayed batch is flushed exactly where it ended before
+                and time.monotonic() - self._batch_started >= flush_s
+            ):
                 await self._flush()
-        await self._flush()
+        if self._replay_until is None:
+            await self._flush()
+        else:
+            logger.info(
+                "%s: stopping in the middle of replaying the batch that ends at %s; the next start replays it again",
+                self.replica,
+                self._replay_until,
+            )
 
     def _must_flush(self) -> bool:
         s = self.settings
@@ -429,10 +765,25 @@ class Replicator:
                 return
             table = self._tables.get(event.table_name)
             if table is None:
+                await self._unknown_table(event.table_name)
                 return
             self._rows(table, event)
         elif isinstance(event, QueryEvent):
             await self._query(event)
+
+    async def _unknown_table(self, name: str) -> None:
+        """Rows of a table in scope that the replica does not have: it was not readable at the initial load (a
+        missing grant) or its creation was missed; never drop its changes silently."""
+        cp = self._checkpoint
+        if cp is None or not self._wanted(name) or name in cp.stopped:
+            return
+        await self._stop_table(
+            name,
+            "",
+            "rows arrive for it, but the replica does not have it: it was not readable when the replica was loaded "
+            f"(GRANT SELECT ON {quote_mysql_ident(self.database)}.* TO the source user) or its CREATE TABLE came "
+            "before the replica's start",
+        )
 
     def _rows(self, table: _Table, event: RowsEvent) -> None:
         _idx, key_idx, encode = table.layout(event.columns)
@@ -461,8 +812,8 @@ class Replicator:
     async def _commit_transaction(self, end: BinlogPosition) -> None:
         """The transaction whose changes are in ``self._txn`` ended at ``end``: move them into the batch."""
         self.status.transactions += 1
+        version = await self._check_version(end) if end.file or self._txn else 0
         if self._txn:
-            version = transaction_version(end)
             batch = self._batch
             for table, key, before, after, existed in self._txn:
                 changes = batch.setdefault(table.name, {})
@@ -499,9 +850,13 @@ class Replicator:
         engine = s.engine
         start = cp.position
         collapsing = engine == "collapsing"
+        await self._confirm_lease()
         if collapsing and self._batch and cp.pending is None and self._replay_until is None:
             cp.pending = end
+            cp.version_base = self._version_base
             await save_checkpoint(self.target, cp, meta_database=s.meta_database)
+            if _failpoints.ACTIVE:
+                _failpoints.reached("flush.after_pending")
         written = 0
         for name, changes in self._batch.items():
             table = self._tables.get(name)
@@ -516,15 +871,23 @@ class Replicator:
                 token = f"{self.replica}:{start.file}:{start.offset}-{end.file}:{end.offset}:{name}"
             await self.target.insert_tsv(table.ch_table, table.insert_columns, data, dedup_token=token)
             written += len(lines)
+            if _failpoints.ACTIVE:
+                _failpoints.reached("flush.after_table")
+        if _failpoints.ACTIVE:
+            _failpoints.reached("flush.after_inserts")
         cp.position = end
         cp.pending = None
+        cp.version_base = self._version_base
         await save_checkpoint(self.target, cp, meta_database=s.meta_database)
+        self._saves += 1
         self._replay_until = None
         self._batch.clear()
         self._batch_rows = self._batch_bytes = 0
         self._batch_started = None
         self.status.rows_written += written
         self.status.batches += 1
+        if self.status.state == "retrying":
+            self.status.state = "streaming"
         logger.info("%s: checkpoint at %s after %d rows", self.replica, end, written)
         if end.timestamp:
             self.status.lag_seconds = max(0.0, time.time() - end.timestamp)
@@ -541,9 +904,12 @@ class Replicator:
         if not relevant:
             return
         await self._commit_pending_rows()
+        await self._confirm_lease()
         when = dt.datetime.fromtimestamp(event.timestamp, dt.UTC).replace(tzinfo=None) if event.timestamp else None
         for op in relevant:
             await self._apply_ddl(op, event.query, when)
+        if _failpoints.ACTIVE:
+            _failpoints.reached("ddl.after_apply")
         self.status.ddl_applied += 1
         self._ddl_dirty = True
 
@@ -715,11 +1081,18 @@ class Replicator:
     async def _stop_table(self, name: str, statement: str, reason: str) -> None:
         cp = self._checkpoint
         assert cp is not None
-        message = (
-            f"replication of {self.database}.{name} stopped at {cp.position}: cannot translate {statement[:300]!r} "
-            f"({reason}). The ClickHouse table keeps the data up to this statement; re-create the replica of this "
-            "table (drop it in ClickHouse and run a snapshot/backfill) once the schema is supported"
-        )
+        if statement:
+            message = (
+                f"replication of {self.database}.{name} stopped at {cp.position}: cannot translate "
+                f"{statement[:300]!r} ({reason}). The ClickHouse table keeps the data up to this statement; re-create "
+                "the replica of this table (drop it in ClickHouse and run a snapshot/backfill) once the schema is "
+                "supported"
+            )
+        else:
+            message = (
+                f"replication of {self.database}.{name} stopped at {cp.position}: {reason}. Fix that, then copy the "
+                f"table with a backfill (mybinlog snapshot --mode backfill --tables {name})"
+            )
         logger.error("%s: %s", self.replica, message)
         self._tables.pop(name, None)
         cp.tables.pop(name, None)

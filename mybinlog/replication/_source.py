@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import fnmatch
+import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -11,7 +13,7 @@ from .._gtid import parse_gtid_set
 from .._position import BinlogPosition
 from .._transport import BinlogConnection
 
-__all__ = ["SourceConnection", "quote_mysql_ident"]
+__all__ = ["SourceConnection", "quote_mysql_ident", "select_scope"]
 
 
 def quote_mysql_ident(name: str) -> str:
@@ -20,6 +22,85 @@ def quote_mysql_ident(name: str) -> str:
 
 def _text(value: Any) -> str:
     return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes | bytearray) else str(value)
+
+
+_GRANT_RE = re.compile(r"^GRANT\s+(?P<privs>.+?)\s+ON\s+(?:TABLE\s+)?(?P<obj>\S+)\s+TO\s", re.IGNORECASE | re.DOTALL)
+
+
+def _split_privileges(text: str) -> list[str]:
+    """``SELECT, INSERT (a, b), UPDATE`` -> ``["SELECT", "INSERT (A, B)", "UPDATE"]`` (commas in parentheses kept)."""
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip().upper())
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur).strip().upper())
+    return [p for p in out if p]
+
+
+def _ident(part: str) -> str:
+    part = part.strip()
+    if len(part) >= 2 and part[0] == part[-1] == "`":
+        return part[1:-1].replace("``", "`")
+    return part
+
+
+def _db_matches(pattern: str, database: str) -> bool:
+    """A database name in a database-level grant may use LIKE wildcards (``%``, ``_``; ``\\_`` is a literal _)."""
+    if "%" not in pattern and "_" not in pattern:
+        return pattern == database
+    glob = "".join(
+        "[_]" if piece == "\\_" else "*" if piece == "%" else "?" if piece == "_" else fnmatch.escape(piece)  # type: ignore[attr-defined]
+        for piece in re.findall(r"\\_|%|_|[^%_\\]+|\\", pattern)
+    )
+    return fnmatch.fnmatchcase(database, glob)
+
+
+def select_scope(grants: Sequence[str], database: str) -> tuple[str, set[str]] | None:
+    """What ``SHOW GRANTS`` says the user may SELECT in ``database``: ``("all", set())`` (a global or database-level
+    grant), ``("some", {tables})`` (only table- or column-level grants), ``("none", set())``; ``None`` when roles
+    are granted (their privileges are not listed, the server decides)."""
+    tables: set[str] = set()
+    everything = False
+    roles = False
+    for line in grants:
+        m = _GRANT_RE.match(line.strip())
+        if m is None:
+            if line.strip().upper().startswith("GRANT "):
+                roles = True  # GRANT `role` TO `user`@`host`
+            continue
+        privs = _split_privileges(m.group("privs"))
+        full = any(p in ("SELECT", "ALL", "ALL PRIVILEGES") for p in privs)
+        partial = any(p.startswith("SELECT") for p in privs)  # SELECT (col, ...): some columns
+        if not (full or partial):
+            continue
+        obj = m.group("obj")
+        db_part, _, table_part = obj.partition(".")
+        db = _ident(db_part)
+        table = _ident(table_part)
+        if db == "*":
+            if full:
+                everything = True
+            continue
+        if not _db_matches(db, database) if table == "*" else db != database:
+            continue
+        if table == "*" and full:
+            everything = True
+        elif table != "*":
+            tables.add(table)
+    if everything:
+        return ("all", set())
+    if roles:
+        return None
+    return ("some", tables) if tables else ("none", set())
 
 
 class SourceConnection:
@@ -58,6 +139,15 @@ class SourceConnection:
             f"SHOW FULL TABLES FROM {quote_mysql_ident(database)} WHERE Table_type = 'BASE TABLE'"
         )
         return sorted(_text(r[0]) for r in rows)
+
+    async def database_visible(self, database: str) -> bool:
+        """Whether the database exists and the user has some privilege on it (otherwise the server hides it)."""
+        rows = await self.query("SHOW DATABASES")
+        return any(_text(r[0]) == database for r in rows)
+
+    async def grants(self) -> list[str]:
+        """``SHOW GRANTS`` of the current user (lines may contain password hashes: never log them)."""
+        return [_text(r[0]) for r in await self.query("SHOW GRANTS")]
 
     async def show_create_table(self, database: str, table: str) -> str:
         rows = await self.query(f"SHOW CREATE TABLE {quote_mysql_ident(database)}.{quote_mysql_ident(table)}")

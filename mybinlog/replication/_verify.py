@@ -36,7 +36,6 @@ import json
 import logging
 import math
 import operator
-import os
 import sys
 import time
 import weakref
@@ -45,6 +44,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Iterable, Seque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from .. import _cli_common
 from .._dsn import DSN
 from .._exceptions import ConfigurationError, MybinlogError
 
@@ -1199,15 +1199,18 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
         dest="source",
         required=True,
         metavar="DSN",
-        help="the MySQL/MariaDB source, mysql://user:password@host:port[/database] "
-        "(the password may instead come from MYBINLOG_PASSWORD)",
+        help="the MySQL/MariaDB source, mysql://user@host:port[/database]; the password from --password-file, "
+        "MYBINLOG_PASSWORD_FILE or MYBINLOG_PASSWORD (in the URL, `ps` shows it to every user)",
     )
+    _cli_common.add_source_arguments(parser)
     parser.add_argument(
         "--target",
         default=DEFAULT_TARGET,
         metavar="URL",
-        help=f"the ClickHouse replica: http://user:password@host:8123 or chdb:///path (default {DEFAULT_TARGET})",
+        help=f"the ClickHouse replica: http://user@host:8123 or chdb:///path (default {DEFAULT_TARGET}); the "
+        "password from --target-password-file, MYBINLOG_CH_PASSWORD_FILE or MYBINLOG_CH_PASSWORD",
     )
+    _cli_common.add_target_arguments(parser)
     parser.add_argument(
         "--database", "-d", action="append", default=[], metavar="DB", help="a whole MySQL database (repeatable)"
     )
@@ -1250,12 +1253,11 @@ async def run_verify(args: argparse.Namespace) -> int:
 
     secrets: list[str] = []
     try:
-        dsn = DSN.parse(args.source)
-        if not dsn.password and os.environ.get("MYBINLOG_PASSWORD"):
-            dsn = dataclasses.replace(dsn, password=os.environ["MYBINLOG_PASSWORD"])
+        dsn = _cli_common.source_dsn(args)
         secrets.append(dsn.password)
-        secrets.append(_url_password(args.target))
-        target = await open_target(args.target)
+        url = _cli_common.target_url(args)
+        secrets.append(_url_password(url))
+        target = await open_target(url)
         try:
             report = await verify(
                 dsn,

@@ -1,19 +1,25 @@
 """Command line of the snapshot job, shared by ``mybinlog snapshot`` and ``spark-submit mybinlog/snapshot/job.py``.
 
-Progress lines go to stderr (``rows done/total, rate, ETA``), the summary (or ``--json``) to stdout.
+Progress lines go to stderr (``rows done/total, rate, ETA``), the summary (or ``--json``) to stdout. Under
+spark-submit, whose PythonRunner merges the Python driver's stderr into its stdout, progress lines, log records and
+errors go to the JVM's ``System.err`` (:class:`_DriverStderr`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import logging
+import os
 import sys
+import threading
+import traceback
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
-from .._dsn import DSN
+from .._cli_common import add_source_arguments, add_target_arguments, source_dsn, target_url
 from .._exceptions import ConfigurationError, MybinlogError
 from ._chunks import parse_key_range
 
@@ -30,15 +36,18 @@ def add_arguments(parser: argparse.ArgumentParser, *, spark_submit: bool = False
         dest="source",
         required=True,
         metavar="DSN",
-        help="mysql://user:password@host:port[/database] (password also from MYBINLOG_PASSWORD)",
+        help="mysql://user@host:port[/database]; the password from --password-file, MYBINLOG_PASSWORD_FILE or "
+        "MYBINLOG_PASSWORD (in the URL, `ps` shows it to every user)",
     )
+    add_source_arguments(src)
     src.add_argument(
         "--target",
         default=DEFAULT_TARGET,
         metavar="URL",
-        help=f"http://user:password@host:8123 or chdb:///path (default {DEFAULT_TARGET}); "
-        "the ClickHouse password may come from MYBINLOG_CH_PASSWORD",
+        help=f"http://user@host:8123 or chdb:///path (default {DEFAULT_TARGET}); the ClickHouse password from "
+        "--target-password-file, MYBINLOG_CH_PASSWORD_FILE or MYBINLOG_CH_PASSWORD",
     )
+    add_target_arguments(src)
     src.add_argument("--database", "-d", help="MySQL database (default: the DSN's database)")
     src.add_argument("--tables", help="comma-separated tables (default: every base table of the database)")
     src.add_argument("--target-database", help="ClickHouse database (default: the MySQL database name)")
@@ -94,7 +103,7 @@ def options_from_args(args: argparse.Namespace) -> tuple[object, str | None]:
     """(SnapshotOptions, master) from parsed arguments."""
     from ._job import SnapshotOptions
 
-    dsn = DSN.parse(args.source)
+    dsn = source_dsn(args)
     database = args.database or dsn.database
     if not database:
         raise ConfigurationError("name the MySQL database: --database, or a DSN ending in /database")
@@ -104,7 +113,7 @@ def options_from_args(args: argparse.Namespace) -> tuple[object, str | None]:
         hold = (int(n), path)
     options = SnapshotOptions(
         source=dsn,
-        target=args.target,
+        target=target_url(args),  # with the password of --target-password-file: never print it
         database=database,
         tables=tuple(t.strip() for t in args.tables.split(",") if t.strip()) if args.tables else (),
         target_database=args.target_database,
@@ -129,8 +138,71 @@ def options_from_args(args: argparse.Namespace) -> tuple[object, str | None]:
     return options, master
 
 
-def run(args: argparse.Namespace, *, spark_submit: bool = False, err: TextIO | None = None) -> int:
-    """Run the snapshot described by ``args``; returns the exit code (0 done, 1 error)."""
+class _DriverStderr(io.TextIOBase):
+    """stderr of the spark-submit driver: the JVM's ``System.err`` once :meth:`attach` found it, else Python's.
+
+    Spark's PythonRunner starts the Python driver with its stderr merged into its stdout
+    (``redirectErrorStream(true)``) and copies that to spark-submit's stdout, which must hold only the result.
+    The JVM's ``System.err``, reached through spark-submit's py4j gateway, is spark-submit's stderr.
+    """
+
+    def __init__(self, fallback: TextIO) -> None:
+        self._fallback = fallback
+        self._jvm_err: Any = None
+        self._busy = threading.local()  # a write made by py4j itself (its logging) must not call py4j again
+
+    def attach(self) -> None:
+        """Under spark-submit (which tells the driver its gateway in ``PYSPARK_GATEWAY_PORT``), write to the JVM's
+        ``System.err`` from now on. The gateway exists before the SparkSession: connecting to it is the first
+        thing ``SparkContext()`` does (``_ensure_initialized``, checked with PySpark 4.3)."""
+        if "PYSPARK_GATEWAY_PORT" not in os.environ:
+            return
+        try:
+            from pyspark import SparkContext
+
+            context: Any = SparkContext
+            context._ensure_initialized()
+            self._jvm_err = context._jvm.java.lang.System.err
+        except Exception:  # no gateway: Python's stderr, as before
+            logging.getLogger("mybinlog.snapshot").debug("no JVM System.err", exc_info=True)
+
+    def release(self) -> None:
+        """Back to Python's stderr (at exit the gateway may be gone)."""
+        self._jvm_err = None
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        jvm_err = self._jvm_err
+        if jvm_err is not None and not getattr(self._busy, "on", False):
+            self._busy.on = True
+            try:
+                jvm_err.print(text)
+                return len(text)
+            except Exception:  # noqa: BLE001 - the gateway is gone (the JVM stopped): Python's stderr will do
+                self._jvm_err = None
+            finally:
+                self._busy.on = False
+        return self._fallback.write(text)
+
+    def flush(self) -> None:
+        jvm_err = self._jvm_err
+        if jvm_err is not None and not getattr(self._busy, "on", False):
+            self._busy.on = True
+            try:
+                jvm_err.flush()
+                return
+            except Exception:  # noqa: BLE001 - as in write()
+                self._jvm_err = None
+            finally:
+                self._busy.on = False
+        self._fallback.flush()
+
+
+def run(args: argparse.Namespace, *, spark_submit: bool = False, err: TextIO | _DriverStderr | None = None) -> int:
+    """Run the snapshot described by ``args``; returns the exit code (0 done, 1 error). Progress lines go to
+    ``err`` (default stderr)."""
     from ._job import SnapshotOptions, SnapshotProgress, run_snapshot, spark_session
 
     err = err or sys.stderr
@@ -168,11 +240,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_arguments(parser, spark_submit=True)
     args = parser.parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    err = _DriverStderr(sys.stderr)  # stdout is for the result only
+    err.attach()
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=err)
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # a line per gateway call, one at exit (to Python's stderr)
+    logging.captureWarnings(True)  # Python's warnings too
     try:
-        return run(args, spark_submit=True)
+        return run(args, spark_submit=True, err=err)
     except MybinlogError as exc:
-        print(f"mybinlog snapshot: error: {exc}", file=sys.stderr)
+        print(f"mybinlog snapshot: error: {exc}", file=err, flush=True)
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception:  # noqa: BLE001 - not Python's stderr, which spark-submit sends to stdout
+        traceback.print_exc(file=err)
+        err.flush()
+        return 1
+    finally:
+        err.release()

@@ -27,6 +27,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -84,8 +85,8 @@ class SnapshotOptions:
     one task per chunk, Spark runs as many at once as it has cores). ``batch_rows``/``batch_bytes``: size of one
     insert. ``resume``: a snapshot id, or ``"latest"`` (the newest unfinished snapshot of the replica).
     ``recreate``: drop and recreate existing ClickHouse tables before an initial load. ``spool_dir``: where
-    executors leave batches for a chdb target (default: a temporary directory; on a cluster it must be shared
-    with the driver).
+    executors leave batches for a chdb target, in a subdirectory named by the snapshot id (default:
+    ``<tempdir>/mybinlog-spool-<uid>``; on a cluster it must be shared with the driver).
     """
 
     source: str | DSN
@@ -125,6 +126,8 @@ class SnapshotOptions:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigurationError(f"{name} must be >= 1, got {value}")
+        if self.snapshot_id is not None:
+            _check_snapshot_id(self.snapshot_id)
 
 
 @dataclass
@@ -266,6 +269,32 @@ def _spark_error(exc: BaseException, snapshot_id: str) -> SnapshotError:
 # --- chdb: the driver loads the executors' batches -------------------------------------------------------------
 
 
+def _check_snapshot_id(snapshot_id: str) -> None:
+    if not re.fullmatch(r"[\w.-]+", snapshot_id) or snapshot_id in (".", ".."):
+        raise ConfigurationError(f"a snapshot id is letters, digits, '_', '-' and '.', got {snapshot_id!r}")
+
+
+def _spool_directory(spool_dir: str | None, snapshot_id: str) -> Path:
+    """Where the executors leave their batches for a chdb target: ``<spool_dir>/<snapshot_id>``, by default
+    ``<tempdir>/mybinlog-spool-<uid>/<snapshot_id>``. Every run of a snapshot uses the same directory, so
+    ``--resume`` reuses (and clears) what a killed run left; it is removed when the snapshot finishes."""
+    _check_snapshot_id(snapshot_id)
+    if spool_dir:
+        return Path(spool_dir) / snapshot_id
+    return Path(tempfile.gettempdir()) / f"mybinlog-spool-{os.getuid()}" / snapshot_id
+
+
+def _make_spool(path: Path, *, default: bool) -> None:
+    if default:  # a fixed name in a shared temporary directory: it must be this user's and private
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        st = path.parent.lstat()
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise ConfigurationError(
+                f"{path.parent} is not a private directory of this user (mode 700): remove it, or give --spool-dir"
+            )
+    path.mkdir(mode=0o700 if default else 0o777, parents=True, exist_ok=True)
+
+
 class SpoolLoader:
     """Moves spooled batches into an embedded ClickHouse and records the chunk state (see ``_copy.py``)."""
 
@@ -377,37 +406,131 @@ class _Run:
         )
         return (bool(rows), rows[0][0] if rows else None)
 
-    async def _prepare_table(self, definition: TableDef, kind: str) -> None:
+    async def _prepare_tables(self, definitions: dict[str, TableDef], kind: str, snapshot_id: str) -> None:
+        """Create the ClickHouse tables that do not exist yet. An initial load needs empty tables: it drops those
+        holding only rows of unfinished initial snapshots of this replica (all of them with ``--recreate``) and
+        refuses tables holding other rows. The unfinished snapshots whose tables it dropped cannot be resumed any
+        more: they are marked ``superseded``."""
         from ..replication import _chschema
         from ..replication._target import quote_ident
 
-        ch_table = f"{quote_ident(self.target_database)}.{quote_ident(definition.name)}"
-        exists, engine = await self._table_info(definition.name)
-        if exists and self.o.recreate and kind == "initial":
-            await self.target.execute(f"DROP TABLE IF EXISTS {ch_table}")
-            exists = False
-        if exists:
-            if engine and "Collapsing" in engine:
-                raise SnapshotError(
-                    f"ClickHouse table {self.target_database}.{definition.name} is a {engine}: a chunked snapshot "
-                    "cannot load a collapsing table (see docs/snapshot.md); use a replacing engine"
-                )
-            if kind == "initial":
-                rows = await self.target.query(f"SELECT count() FROM {ch_table}")
-                if rows and int(rows[0][0] or 0) > 0:
-                    raise SnapshotError(
-                        f"ClickHouse table {self.target_database}.{definition.name} already holds rows and the "
-                        f"replica {self.replica!r} has no checkpoint: an initial load needs empty tables (rows "
-                        "deleted at the source would stay). Use --recreate to drop and recreate them, or "
-                        "--resume to continue an interrupted snapshot"
+        existing: dict[str, str | None] = {}
+        for name in definitions:
+            exists, engine = await self._table_info(name)
+            if exists:
+                existing[name] = engine
+        drop: dict[str, list[str]] = {}  # table -> the unfinished snapshots that copied into it
+        if kind == "initial" and existing:
+            unfinished = await self._unfinished_initial()
+            if self.o.recreate:
+                drop = {n: [str(d["snapshot_id"]) for d in unfinished if n in d["tables"]] for n in existing}
+            else:
+                drop = await self._leftovers(list(existing), unfinished)
+                for name in existing:
+                    if name not in drop and await self._holds_rows(name):
+                        raise SnapshotError(
+                            f"ClickHouse table {self.target_database}.{name} already holds rows and the replica "
+                            f"{self.replica!r} has no checkpoint: an initial load needs empty tables (rows deleted "
+                            "at the source would stay). Use --recreate to drop and recreate them, or --resume to "
+                            "continue an interrupted snapshot"
+                        )
+                if drop:
+                    logger.warning(
+                        "dropping and recreating ClickHouse tables %s: they hold only rows of unfinished snapshot(s) "
+                        "%s of replica %r (killed, failed, or made invalid by a DDL), which has no checkpoint",
+                        ", ".join(f"{self.target_database}.{n}" for n in sorted(drop)),
+                        ", ".join(sorted({i for ids in drop.values() for i in ids})),
+                        self.replica,
                     )
-            return
-        await self.target.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(self.target_database)}")
-        await self.target.execute(
-            _chschema.create_table_sql(
-                definition, database=self.target_database, engine=self.engine, caps=self.target.capabilities
+        for name, definition in definitions.items():
+            ch_table = f"{quote_ident(self.target_database)}.{quote_ident(name)}"
+            if name in drop:
+                await self.target.execute(f"DROP TABLE IF EXISTS {ch_table}")
+            elif name in existing:
+                engine = existing[name]
+                if engine and "Collapsing" in engine:
+                    raise SnapshotError(
+                        f"ClickHouse table {self.target_database}.{name} is a {engine}: a chunked snapshot "
+                        "cannot load a collapsing table (see docs/snapshot.md); use a replacing engine"
+                    )
+                continue
+            await self.target.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(self.target_database)}")
+            await self.target.execute(
+                _chschema.create_table_sql(
+                    definition, database=self.target_database, engine=self.engine, caps=self.target.capabilities
+                )
             )
-        )
+        for old_id in sorted({i for ids in drop.values() for i in ids}):
+            old = StateStore(self.target, self.o.meta_database, old_id)
+            doc = await old.load()
+            if doc is not None:
+                doc["status"] = "superseded"
+                doc["superseded_by"] = snapshot_id
+                await old.save(doc)
+            await self._remove_spool(old_id)
+
+    async def _unfinished_initial(self) -> list[dict[str, Any]]:
+        """The documents of this replica's initial snapshots into this database that did not finish."""
+        docs = await StateStore(self.target, self.o.meta_database, "").documents(self.replica)
+        return [
+            d
+            for d in docs
+            if d.get("kind") == "initial"
+            and d.get("status") not in ("finished", "superseded")
+            and d.get("target_database", d.get("database")) == self.target_database
+            and isinstance(d.get("tables"), dict)
+        ]
+
+    async def _leftovers(self, names: list[str], unfinished: list[dict[str, Any]]) -> dict[str, list[str]]:
+        """The tables of ``names`` that unfinished snapshots copied into and that hold no other rows, with those
+        snapshots' ids. A row's ``_version`` names the chunk attempt that wrote it, and every attempt recorded
+        its watermark before inserting anything."""
+        from ..replication._target import quote_ident, quote_string
+        from ..replication._version import snapshot_version
+
+        versions: dict[str, set[int]] = {}  # snapshot id -> the versions of its attempts
+        out: dict[str, list[str]] = {}
+        for name in names:
+            owners = [str(d["snapshot_id"]) for d in unfinished if name in d["tables"]]
+            if not owners:
+                continue
+            rows = await self.target.query(
+                f"SELECT count() FROM system.columns WHERE database = {quote_string(self.target_database)} "
+                f"AND table = {quote_string(name)} AND name = '_version'"
+            )
+            if not rows or int(rows[0][0] or 0) == 0:
+                continue
+            allowed: set[int] = set()
+            for owner in owners:
+                if owner not in versions:
+                    events = await StateStore(self.target, self.o.meta_database, owner).events()
+                    versions[owner] = {
+                        snapshot_version(BinlogPosition(e.watermark.file, e.watermark.offset))
+                        for e in events
+                        if e.event == "started" and e.watermark is not None
+                    }
+                allowed |= versions[owner]
+            found = await self.target.query(
+                f"SELECT DISTINCT _version FROM {quote_ident(self.target_database)}.{quote_ident(name)} "
+                f"LIMIT {len(allowed) + 1}"
+            )
+            if all(r[0] is not None and int(r[0]) in allowed for r in found):
+                out[name] = owners
+        return out
+
+    async def _holds_rows(self, name: str) -> bool:
+        from ..replication._target import quote_ident
+
+        rows = await self.target.query(f"SELECT count() FROM {quote_ident(self.target_database)}.{quote_ident(name)}")
+        return bool(rows) and int(rows[0][0] or 0) > 0
+
+    async def _remove_spool(self, snapshot_id: str) -> None:
+        """Remove the spool directory of a snapshot that finished or can no longer be resumed (chdb targets)."""
+        if self.target.kind != "chdb":
+            return
+        with contextlib.suppress(ConfigurationError):  # an id that cannot name a directory has none
+            path = _spool_directory(self.o.spool_dir, snapshot_id)
+            await asyncio.to_thread(shutil.rmtree, path, True)
 
     async def _meta_columns(self, name: str) -> tuple[str, ...]:
         """The meta columns the ClickHouse table has (it may predate this run, made by the replicator)."""
@@ -472,7 +595,12 @@ class _Run:
                 texts: dict[str, str] = dict(doc["tables"])
                 plans = {t: TablePlan.from_json(p) for t, p in doc["plans"].items()}
                 await self._check_schemas(
-                    src, texts, "since the snapshot started", all_tables=bool(doc.get("all_tables"))
+                    src,
+                    texts,
+                    "since the snapshot started",
+                    store=store,
+                    doc=doc,
+                    all_tables=bool(doc.get("all_tables")),
                 )
                 self.o = o = dataclasses.replace(
                     o,
@@ -522,8 +650,7 @@ class _Run:
                     "plans": {t: p.to_json() for t, p in plans.items()},
                 }
                 definitions = {t: parse_create_table(texts[t], self.database) for t in texts}
-                for definition in definitions.values():
-                    await self._prepare_table(definition, kind)
+                await self._prepare_tables(definitions, kind, snapshot_id)
                 await store.save(doc)
             snapshot_id = store.snapshot_id
             definitions = {t: parse_create_table(texts[t], self.database) for t in texts}
@@ -573,7 +700,8 @@ class _Run:
                     f"cannot compute the GTID position at the snapshot's low watermark {low} (BINLOG_GTID_POS "
                     "returned NULL: was the binlog file purged?); the stream could not start there"
                 )
-            position = low.to_position(flavor, gtids)
+            # the server whose binlog the watermark names: the replica's versions are ordered within its files
+            position = dataclasses.replace(low.to_position(flavor, gtids), server_id=src.info.server_id)
         finally:
             await src.close()
 
@@ -585,6 +713,7 @@ class _Run:
         doc["status"] = "finished"
         doc["position"] = str(position)
         await store.save(doc)
+        await self._remove_spool(snapshot_id)
         table_rows: dict[str, int] = {}
         by_ordinal = {c.ordinal: c for c in all_chunks}
         for ordinal, (rows, _) in states.done.items():
@@ -627,6 +756,11 @@ class _Run:
             )
         if doc.get("status") == "finished":
             raise SnapshotError(f"snapshot {snapshot_id} has finished already")
+        if doc.get("status") == "superseded":
+            raise SnapshotError(
+                f"snapshot {snapshot_id} cannot be resumed: snapshot {doc.get('superseded_by')} dropped the tables it "
+                "was copying into"
+            )
         return store, doc
 
     async def _plan(
@@ -689,6 +823,7 @@ class _Run:
             doc["status"] = "failed"
             doc["error"] = f"schema changed: {', '.join(changed)}"
             await store.save(doc)
+            await self._remove_spool(store.snapshot_id)  # it cannot be resumed
         raise SnapshotError(
             f"the definition of {', '.join(changed)} changed {when} (a DDL ran): the copied rows may not match "
             "one schema, so the snapshot is not valid; start a new snapshot (without --resume) when no DDL runs "
@@ -707,7 +842,6 @@ class _Run:
         o = self.o
         spool = self.target.kind == "chdb"
         spool_dir: Path | None = None
-        own_spool = False
         if spool:
             master = str(self.spark.sparkContext.master)
             if not master.startswith("local") and not o.spool_dir:
@@ -715,14 +849,11 @@ class _Run:
                     f"an embedded ClickHouse (chdb) target on a cluster (master {master}) needs --spool-dir on a file "
                     "system shared by the driver and the executors; or use a ClickHouse server"
                 )
-            if o.spool_dir:
-                spool_dir = Path(o.spool_dir) / store.snapshot_id
-            else:
-                spool_dir = Path(tempfile.mkdtemp(prefix="mybinlog-spool-"))
-                own_spool = True
-            spool_dir.mkdir(parents=True, exist_ok=True)
+            spool_dir = _spool_directory(o.spool_dir, store.snapshot_id)
+            _make_spool(spool_dir, default=not o.spool_dir)
             for stale in spool_dir.iterdir():  # left by a killed run: its attempts are abandoned
                 stale.unlink()
+            logger.info("executors spool their batches in %s", spool_dir)
         job = CopyJob(
             snapshot_id=store.snapshot_id,
             source=self.dsn,
@@ -788,9 +919,6 @@ class _Run:
                 with contextlib.suppress(BaseException):
                     await asyncio.shield(worker)
             raise
-        finally:
-            if own_spool and spool_dir is not None:
-                shutil.rmtree(spool_dir, ignore_errors=True)
 
     def _report(
         self, snapshot_id: str, states: ChunkStates, total: int, chunks: int, rows_before: int, elapsed: float

@@ -4,7 +4,8 @@ Two tables in the meta database (``mybinlog_meta`` unless configured), both plai
 
 ``snapshots`` (ReplacingMergeTree(seq) ORDER BY snapshot_id)
     one JSON document per snapshot: replica, databases, kind (``initial``/``backfill``), the chunk plan, the tables'
-    CREATE TABLE text at the start, status (``running``/``finished``/``failed``). Rewritten with a larger ``seq``.
+    CREATE TABLE text at the start, status (``running``/``finished``/``failed``, or ``superseded`` when a new
+    initial snapshot dropped its tables). Rewritten with a larger ``seq``.
 ``snapshot_chunks`` (MergeTree, append-only)
     one row per event of a chunk *attempt* (one read of a chunk by one task): ``started`` (written before the
     attempt inserts anything, with its low watermark), ``rows`` (a batch was inserted) and ``done`` (all rows of
@@ -143,21 +144,29 @@ class StateStore:
         doc: dict[str, Any] = json.loads(rows[0][0])
         return doc
 
-    async def latest(self, replica: str, *, unfinished: bool) -> str | None:
-        """The id of the newest snapshot of ``replica`` (only unfinished ones when asked)."""
+    async def documents(self, replica: str) -> list[dict[str, Any]]:
+        """The documents of every snapshot of ``replica``, newest first."""
         rows = await self.target.query(
             f"SELECT snapshot_id, argMax(state, seq) AS s, max(seq) AS m FROM {self._snapshots} "
             "GROUP BY snapshot_id ORDER BY m DESC"
         )
+        docs = []
         for snapshot_id, state, _ in rows:
             if snapshot_id is None or state is None:
                 continue
-            doc = json.loads(state)
-            if doc.get("replica") != replica:
+            doc: dict[str, Any] = json.loads(state)
+            doc.setdefault("snapshot_id", str(snapshot_id))
+            if doc.get("replica") == replica:
+                docs.append(doc)
+        return docs
+
+    async def latest(self, replica: str, *, unfinished: bool) -> str | None:
+        """The id of the newest snapshot of ``replica`` (only unfinished ones when asked: not finished,
+        not superseded)."""
+        for doc in await self.documents(replica):
+            if unfinished and doc.get("status") in ("finished", "superseded"):
                 continue
-            if unfinished and doc.get("status") == "finished":
-                continue
-            return str(snapshot_id)
+            return str(doc["snapshot_id"])
         return None
 
     # -- chunk events ---------------------------------------------------------------------------------------

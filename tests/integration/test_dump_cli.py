@@ -292,8 +292,12 @@ def test_wrong_password_exits_1_without_the_password(server: MariaDBServer) -> N
     dsn = f"mysql://{server.repl_user}:{secret}@{server.host}:{server.port}"
     proc = run_cli("dump", "--dsn", dsn, "--stop-at-end", "--format", "jsonl")
     assert proc.returncode == 1
-    assert proc.stderr.startswith("mybinlog: error:")
-    assert server.repl_user in proc.stderr  # names who was rejected...
+    # the password was on the command line: one warning saying so, then the error
+    warning, error = proc.stderr.splitlines()
+    assert " WARNING mybinlog.cli: " in warning
+    assert "--password-file" in warning
+    assert error.startswith("mybinlog: error:")
+    assert server.repl_user in error  # names who was rejected...
     assert secret not in proc.stderr + proc.stdout  # ...but never the password
     assert proc.stdout == ""
 
@@ -316,6 +320,55 @@ def test_password_from_environment(dumped: Dumped) -> None:
     events = jsonl(proc)
     assert len(events) == 3
     assert events == dumped.server_events[:3]
+
+
+def test_password_from_file(dumped: Dumped, tmp_path: Path) -> None:
+    server = dumped.server
+    path = tmp_path / "repl.pw"
+    path.write_text(server.repl_password + "\n")
+    dsn = f"mysql://{server.repl_user}@{server.host}:{server.port}"
+    proc = run_cli(
+        "dump",
+        "--dsn",
+        dsn,
+        "--password-file",
+        str(path),
+        "--from-beginning",
+        "--stop-at-end",
+        "--format",
+        "jsonl",
+        "--limit",
+        "3",
+        env={"MYBINLOG_PASSWORD": "not-the-password"},  # the file comes first
+    )
+    assert jsonl(proc) == dumped.server_events[:3]
+    assert server.repl_password not in proc.stderr
+    assert "WARNING" not in proc.stderr
+
+
+def test_wrong_password_from_file_exits_1_without_the_password(server: MariaDBServer, tmp_path: Path) -> None:
+    secret = "Wr0ng-fi1e-S3cret"
+    path = tmp_path / "wrong.pw"
+    path.write_text(secret + "\n")
+    dsn = f"mysql://{server.repl_user}@{server.host}:{server.port}"
+    proc = run_cli("dump", "--dsn", dsn, "--password-file", str(path), "--stop-at-end", env={"MYBINLOG_PASSWORD": ""})
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("mybinlog: error:")
+    assert f"{server.repl_user}@{server.host}:{server.port}" in proc.stderr
+    assert secret not in proc.stderr + proc.stdout
+    assert proc.stdout == ""
+
+
+def test_password_in_url_warns_once_without_the_password(dumped: Dumped) -> None:
+    server = dumped.server
+    proc = run_cli("dump", "--dsn", server.repl_dsn, "--from-beginning", "--stop-at-end", "--limit", "1")
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "WARNING" in line]
+    assert len(warnings) == 1, proc.stderr
+    assert "other users of this machine can read it" in warnings[0]
+    assert "--password-file" in warnings[0]
+    assert "MYBINLOG_PASSWORD" in warnings[0]
+    assert server.repl_password not in proc.stderr
 
 
 def test_not_a_binlog_file_exits_1_naming_file_and_offset(tmp_path: Path, dumped: Dumped) -> None:

@@ -95,8 +95,9 @@ def _replicate_cmd(source: str, target: str, db: str, *extra: str) -> list[str]:
     ]
 
 
-def _wait_checkpoints(proc: subprocess.Popen[str], n: int, log: list[str]) -> bool:
-    """Read the child's log until it has written ``n`` more checkpoints; False if it exited first."""
+def _wait_checkpoints(proc: subprocess.Popen[str], n: int, log: list[str], marker: str = "checkpoint at") -> bool:
+    """Read the child's log until it has written ``n`` more lines with ``marker`` (checkpoints by default); False if
+    it exited first."""
     seen = 0
     assert proc.stderr is not None
     while seen < n:
@@ -104,9 +105,12 @@ def _wait_checkpoints(proc: subprocess.Popen[str], n: int, log: list[str]) -> bo
         if not line:
             return False
         log.append(line)
-        if "checkpoint at" in line:
+        if marker in line:
             seen += 1
     return True
+
+
+STREAMING = "on new dispatcher"  # the replicator's consumer started streaming (logged by mybinlog.sharing)
 
 
 def _drain(proc: subprocess.Popen[str], log: list[str]) -> threading.Thread:
@@ -206,7 +210,8 @@ def test_sigterm_stops_cleanly_and_status_is_served(
     )
     log: list[str] = []
     try:
-        assert _wait_checkpoints(proc, 1, log), "".join(log[-40:])
+        # an idle replica writes no checkpoint (nothing moved); wait until it streams
+        assert _wait_checkpoints(proc, 1, log, STREAMING), "".join(log[-40:])
         wl.run(conn, db, n_transactions=5, statements_per_txn=3, ddl_every=0)
         assert _wait_checkpoints(proc, 1, log), "".join(log[-40:])
         shown = subprocess.run(

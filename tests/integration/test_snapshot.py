@@ -464,8 +464,9 @@ async def test_spark_submit_killed_then_resumed_is_equal(
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
         assert "finished" not in out_path.read_text()
-        # its progress lines (spark-submit passes the Python driver's stderr on to stdout)
-        assert f"snapshot {snapshot_id}: " in out_path.read_text()
+        # its progress lines go to spark-submit's stderr (the JVM's System.err), stdout is for the result only
+        assert f"snapshot {snapshot_id}: " in err_path.read_text()
+        assert out_path.read_text() == ""
         writer.wait_for(writer.transactions + 20)
         done_before = await _ch_rows(
             url,

@@ -207,7 +207,9 @@ class FakeLog:
             return MariaDBGtidSet.parse(f"0-1-{upto}") if upto else MariaDBGtidSet.parse("")
         return MySQLGtidSet.parse(f"{UUID}:1-{upto}") if upto else MySQLGtidSet.parse("")
 
-    async def open(self, gtids: GtidSet | str | None) -> EventSource:
+    async def open(self, gtids: GtidSet | str | BinlogPosition | None) -> EventSource:
+        if isinstance(gtids, BinlogPosition):  # a consumer reopened from its position: by its GTID set here
+            gtids = gtids.gtid_set
         if isinstance(gtids, str):
             gtids = MariaDBGtidSet.parse(gtids) if self.flavor == "mariadb" else MySQLGtidSet.parse(gtids)
         source = FakeSource(self, gtids)

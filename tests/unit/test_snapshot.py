@@ -6,6 +6,11 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import decimal
+import io
+import os
+import stat
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -26,9 +31,9 @@ from mybinlog.snapshot._chunks import (
     parse_key_range,
     sql_literal,
 )
-from mybinlog.snapshot._cli import add_arguments, options_from_args
+from mybinlog.snapshot._cli import _DriverStderr, add_arguments, options_from_args
 from mybinlog.snapshot._copy import CopyTable, meta_suffix, parse_spool_name, spool_name
-from mybinlog.snapshot._job import _executor_target_url, _spark_error
+from mybinlog.snapshot._job import _executor_target_url, _make_spool, _spark_error, _spool_directory
 from mybinlog.snapshot._plan import auto_chunk_rows, choose_key
 from mybinlog.snapshot._source import Watermark, normalize_create
 from mybinlog.snapshot._state import ChunkEvent, summarize
@@ -256,6 +261,34 @@ def test_spool_names_round_trip() -> None:
     assert parse_spool_name("other.txt") is None
 
 
+def test_spool_directory_is_the_same_for_every_run_of_a_snapshot() -> None:
+    default = Path(tempfile.gettempdir()) / f"mybinlog-spool-{os.getuid()}" / "shop-20261121T172103-85023e"
+    assert _spool_directory(None, "shop-20261121T172103-85023e") == default
+    assert _spool_directory("/shared/spool", "shop-1") == Path("/shared/spool/shop-1")
+    for bad in ("../x", "a/b", "..", ".", ""):
+        with pytest.raises(ConfigurationError, match="snapshot id"):
+            _spool_directory(None, bad)
+    with pytest.raises(ConfigurationError, match="snapshot id"):
+        SnapshotOptions(source="mysql://u@h", database="d", snapshot_id="../../etc")
+
+
+def test_default_spool_parent_must_be_private(tmp_path: Path) -> None:
+    _make_spool(tmp_path / "mine" / "snap", default=True)
+    assert stat.S_IMODE((tmp_path / "mine").stat().st_mode) == 0o700
+    assert (tmp_path / "mine" / "snap").is_dir()
+    _make_spool(tmp_path / "mine" / "snap", default=True)  # a resumed run: exists already
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(ConfigurationError, match="not a private directory"):
+        _make_spool(shared / "snap", default=True)
+    (tmp_path / "link").symlink_to(tmp_path / "mine")
+    with pytest.raises(ConfigurationError, match="not a private directory"):
+        _make_spool(tmp_path / "link" / "snap", default=True)
+    _make_spool(shared / "snap", default=False)  # --spool-dir: the user's choice
+    assert (shared / "snap").is_dir()
+
+
 def test_normalize_create_ignores_auto_increment() -> None:
     a = "CREATE TABLE `t` (\n  `id` int NOT NULL AUTO_INCREMENT\n) ENGINE=InnoDB AUTO_INCREMENT=17 DEFAULT CHARSET=x"
     b = a.replace("AUTO_INCREMENT=17", "AUTO_INCREMENT=90")
@@ -279,6 +312,15 @@ def test_progress_line() -> None:
     assert p.line() == "snapshot snap: 50,000/~200,000 rows (25.0%), chunks 3/10, 5,000 rows/s, ETA 30s"
     assert "ETA ?" in SnapshotProgress("s", 0, 10, 0, 1, 1.0, 0.0, None).line()
     assert "ETA 1h01m" in SnapshotProgress("s", 1, 10, 0, 1, 1.0, 1.0, 3700).line()
+
+
+def test_driver_stderr_without_spark_submit_is_pythons(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    fallback = io.StringIO()
+    err = _DriverStderr(fallback)
+    err.attach()  # no gateway to find outside spark-submit
+    print("progress", file=err, flush=True)
+    assert fallback.getvalue() == "progress\n"
 
 
 def _parse(*argv: str) -> argparse.Namespace:

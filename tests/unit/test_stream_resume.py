@@ -32,6 +32,7 @@ FILE = "mariadb-poc__domain_id_0_mariadb-repl-bin.000005"
 class _Info:
     flavor = "mariadb"
     gtid_mode = True
+    server_id = 1
 
 
 class ScriptedServer:
@@ -94,6 +95,13 @@ class FakeConnection:
             self.started_at = ("file", position)
         self.queue = [srv.fake_rotate(position), srv.events[0][1]]
         self.queue += [raw for off, raw in srv.events if off >= position and off > 4]
+
+    async def current_position(self) -> tuple[str, int, str]:
+        """The end of the served file and the GTID position there (what SHOW MASTER STATUS would say)."""
+        srv = self.server
+        last = srv.gtid_starts[-1][0]
+        end = srv.events[-1][0] + len(srv.events[-1][1])
+        return srv.name, end, f"{last.domain_id}-{last.server_id}-{last.seq_no}"
 
     async def read_event(self) -> bytes | None:
         if self.cut is not None and self.sent >= self.cut:

@@ -1,0 +1,255 @@
+"""Secrets on the command line: where every ``mybinlog`` command that connects takes its passwords from.
+
+A password written in a URL on the command line is visible to every user of the machine (``ps``,
+``/proc/PID/cmdline``). The commands therefore also take it from a file or the environment. The first one found
+wins:
+
+==== ======================================== =================================================
+     source (MySQL/MariaDB)                   target (ClickHouse over HTTP)
+==== ======================================== =================================================
+1    the DSN URL (``mysql://user:pw@host``)   the URL (``http://user:pw@host``, ``?password=``)
+2    ``--password-file PATH``                 ``--target-password-file PATH``
+3    ``MYBINLOG_PASSWORD_FILE=PATH``          ``MYBINLOG_CH_PASSWORD_FILE=PATH``
+4    ``MYBINLOG_PASSWORD``                    ``MYBINLOG_CH_PASSWORD`` (read by ``open_target``)
+==== ======================================== =================================================
+
+A password in the URL *and* a password file option is an error ("give the password once"); the environment is
+a fallback and never conflicts. A password in a URL works but logs one WARNING (without the password) saying how
+to keep it off the command line. A password file holds the password alone; one trailing newline (``\\n`` or
+``\\r\\n``) is ignored, so ``echo pw > file`` works. Errors name the file, never its content.
+
+The module is self-contained (standard library, :class:`~mybinlog._dsn.DSN` and the exception tree), so the
+command modules can import it without start-up cost. See docs/transport.md, "Passwords: keeping them off the
+command line".
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import os
+from collections.abc import Mapping
+from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+
+from ._dsn import DSN
+from ._exceptions import ConfigurationError
+
+__all__ = [
+    "CH_PASSWORD_ENV",
+    "CH_PASSWORD_FILE_ENV",
+    "PASSWORD_ENV",
+    "PASSWORD_FILE_ENV",
+    "add_source_arguments",
+    "add_target_arguments",
+    "read_password_file",
+    "resolve_source_password",
+    "resolve_target_url",
+    "source_dsn",
+    "target_url",
+]
+
+logger = logging.getLogger("mybinlog.cli")
+
+#: The source (MySQL/MariaDB) password itself.
+PASSWORD_ENV = "MYBINLOG_PASSWORD"
+#: A file holding the source password (the environment form of ``--password-file``).
+PASSWORD_FILE_ENV = "MYBINLOG_PASSWORD_FILE"
+#: The ClickHouse password itself; read by :func:`mybinlog.replication.open_target` (its ``PASSWORD_ENV``), not
+#: here: named for help texts only.
+CH_PASSWORD_ENV = "MYBINLOG_CH_PASSWORD"
+#: A file holding the ClickHouse password (the environment form of ``--target-password-file``).
+CH_PASSWORD_FILE_ENV = "MYBINLOG_CH_PASSWORD_FILE"
+
+#: A password file larger than this is refused (a wrong path such as /dev/zero must not hang or fill memory).
+MAX_PASSWORD_FILE_BYTES = 64 * 1024
+
+_ArgumentContainer = argparse.ArgumentParser | argparse._ArgumentGroup
+
+
+# --- argument definitions ----------------------------------------------------------------------------------------
+
+
+def add_source_arguments(parser: _ArgumentContainer) -> None:
+    """Add ``--password-file PATH`` (the source password, read from a file) to a parser or argument group.
+
+    The DSN option itself stays with each command (``--source``, ``--dsn``): its name and rules differ.
+    """
+    parser.add_argument(
+        "--password-file",
+        metavar="PATH",
+        help=f"read the MySQL/MariaDB password from this file (one trailing newline ignored) instead of writing it "
+        f"in the URL, where `ps` shows it; also {PASSWORD_FILE_ENV}=PATH, or the password in {PASSWORD_ENV}",
+    )
+
+
+def add_target_arguments(parser: _ArgumentContainer) -> None:
+    """Add ``--target-password-file PATH`` (the ClickHouse password, read from a file) to a parser or group."""
+    parser.add_argument(
+        "--target-password-file",
+        metavar="PATH",
+        help=f"read the ClickHouse password (http:// targets) from this file (one trailing newline ignored) "
+        f"instead of writing it in the URL; also {CH_PASSWORD_FILE_ENV}=PATH, or the password in {CH_PASSWORD_ENV}",
+    )
+
+
+# --- resolution from parsed arguments ----------------------------------------------------------------------------
+
+
+def source_dsn(args: argparse.Namespace, *, attr: str = "source", option: str = "--source") -> DSN:
+    """The source DSN of a command: ``args.<attr>`` parsed, with its password from the URL, ``--password-file``,
+    ``MYBINLOG_PASSWORD_FILE`` or ``MYBINLOG_PASSWORD`` (:func:`resolve_source_password`).
+
+    ``option`` names the DSN option in messages. Raises :class:`ConfigurationError` (never showing a password).
+    """
+    text = getattr(args, attr, None)
+    if not text:
+        raise ConfigurationError(f"{option} mysql://user@host:port is required")
+    return resolve_source_password(DSN.parse(text), password_file=getattr(args, "password_file", None), option=option)
+
+
+def target_url(args: argparse.Namespace, *, attr: str = "target", option: str = "--target") -> str:
+    """The ClickHouse target URL of a command, for :func:`~mybinlog.replication.open_target`: ``args.<attr>`` with
+    the password of ``--target-password-file`` or ``MYBINLOG_CH_PASSWORD_FILE`` put in (in memory only; see
+    :func:`resolve_target_url`). The result may contain the password: pass it on, never print or log it."""
+    return resolve_target_url(
+        getattr(args, attr), password_file=getattr(args, "target_password_file", None), option=option
+    )
+
+
+# --- the rules ---------------------------------------------------------------------------------------------------
+
+
+def read_password_file(path: str, *, what: str) -> str:
+    """The password in file ``path``: its content as UTF-8 without one trailing newline.
+
+    ``what`` says where the path came from (``--password-file``, ``MYBINLOG_PASSWORD_FILE``) for messages.
+    A missing, unreadable, empty, oversized or non-UTF-8 file raises :class:`ConfigurationError` naming the path
+    and never the content.
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_PASSWORD_FILE_BYTES + 1)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigurationError(f"cannot read the password file {path!r} ({what}): {reason}") from exc
+    if len(data) > MAX_PASSWORD_FILE_BYTES:
+        raise ConfigurationError(
+            f"the password file {path!r} ({what}) is larger than {MAX_PASSWORD_FILE_BYTES} bytes: "
+            "it must hold the password alone"
+        )
+    if data.endswith(b"\r\n"):
+        data = data[:-2]
+    elif data.endswith(b"\n"):
+        data = data[:-1]
+    try:
+        password = data.decode("utf-8")
+    except UnicodeDecodeError:
+        # not `from exc`: the exception carries the file's bytes
+        raise ConfigurationError(f"the password file {path!r} ({what}) is not UTF-8 text") from None
+    if not password:
+        raise ConfigurationError(f"the password file {path!r} ({what}) is empty")
+    return password
+
+
+def resolve_source_password(
+    dsn: DSN,
+    *,
+    password_file: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    option: str = "--source",
+) -> DSN:
+    """``dsn`` with its password from the first of: the URL, ``password_file``, the file named by
+    ``MYBINLOG_PASSWORD_FILE``, ``MYBINLOG_PASSWORD`` (``environ``, default ``os.environ``).
+
+    A password in the URL together with ``password_file`` is a :class:`ConfigurationError`; a password in the
+    URL logs one WARNING (it was on the command line). ``option`` names the DSN option in messages.
+    """
+    env = os.environ if environ is None else environ
+    if dsn.password:
+        if password_file is not None:
+            raise ConfigurationError(
+                f"the password of {dsn.display} is in the {option} URL and in --password-file: give the password "
+                "once (leave it out of the URL)"
+            )
+        logger.warning(
+            "the password of %s is on the command line (%s), where other users of this machine can read it "
+            "(ps, /proc/PID/cmdline); leave it out of the URL and put it in a file given with --password-file "
+            "(or %s) or in the environment variable %s",
+            dsn.display,
+            option,
+            PASSWORD_FILE_ENV,
+            PASSWORD_ENV,
+        )
+        return dsn
+    if password_file is not None:
+        password, origin = read_password_file(password_file, what="--password-file"), "--password-file"
+    elif env.get(PASSWORD_FILE_ENV):
+        path = env[PASSWORD_FILE_ENV]
+        password, origin = read_password_file(path, what=PASSWORD_FILE_ENV), PASSWORD_FILE_ENV
+    elif env.get(PASSWORD_ENV):
+        password, origin = env[PASSWORD_ENV], PASSWORD_ENV
+    else:
+        return dsn
+    logger.debug("the password of %s comes from %s", dsn.display, origin)
+    return dataclasses.replace(dsn, password=password)
+
+
+def resolve_target_url(
+    url: str,
+    *,
+    password_file: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    option: str = "--target",
+) -> str:
+    """``url`` with the ClickHouse password of ``password_file`` (or of the file named by
+    ``MYBINLOG_CH_PASSWORD_FILE`` in ``environ``) put in, when the URL has none.
+
+    Only ``http(s)://`` targets have passwords: a password file with a chdb target is a
+    :class:`ConfigurationError`, and so is one with a URL that has a password (``user:pw@`` or ``?password=``).
+    A password in the URL logs one WARNING. Without a file the URL is returned as is and
+    :func:`~mybinlog.replication.open_target` falls back to ``MYBINLOG_CH_PASSWORD`` itself. The result may
+    contain the password: never print or log it.
+    """
+    env = os.environ if environ is None else environ
+    try:
+        parts = urlsplit(url)
+        url_password = parts.password
+    except ValueError:  # malformed: open_target says so (with the password redacted)
+        return url
+    if parts.scheme not in ("http", "https"):
+        if password_file is not None:
+            raise ConfigurationError(
+                f"--target-password-file goes with a ClickHouse server URL (http://host:8123); the {option} is "
+                "not one (embedded chdb targets have no password)"
+            )
+        return url
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    query_password = next((value for key, value in query if key == "password"), None)
+    if url_password is not None or query_password is not None:
+        if password_file is not None:
+            raise ConfigurationError(
+                f"the ClickHouse password is in the {option} URL and in --target-password-file: give the password "
+                "once (leave it out of the URL)"
+            )
+        if url_password or query_password:
+            logger.warning(
+                "the ClickHouse password is on the command line (%s), where other users of this machine can read "
+                "it (ps, /proc/PID/cmdline); leave it out of the URL and put it in a file given with "
+                "--target-password-file (or %s) or in the environment variable %s",
+                option,
+                CH_PASSWORD_FILE_ENV,
+                CH_PASSWORD_ENV,
+            )
+        return url
+    if password_file is not None:
+        password = read_password_file(password_file, what="--target-password-file")
+    elif env.get(CH_PASSWORD_FILE_ENV):
+        password = read_password_file(env[CH_PASSWORD_FILE_ENV], what=CH_PASSWORD_FILE_ENV)
+    else:
+        return url  # open_target reads MYBINLOG_CH_PASSWORD
+    # the user as open_target would choose it: the URL's, else ?user=, else default (a user in the netloc wins)
+    user = parts.username or quote(next((v for k, v in query if k == "user"), "") or "default", safe="")
+    hostport = parts.netloc.rpartition("@")[2]
+    netloc = f"{user}:{quote(password, safe='')}@{hostport}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))

@@ -1,0 +1,206 @@
+"""What ``mybinlog replicate`` does when it cannot keep its promise: it stops, names the problem and the fix, and exits
+with the documented code (docs/replication.md, "Exit codes"); it never goes on as if all were well.
+
+Probes: a source user without SELECT (then GRANT and a clean start), a table ClickHouse cannot hold, a purged
+binlog, the source's history going backwards (RESET MASTER), a second process on the same replica, the source and
+ClickHouse down for longer than the retry budgets (and resuming afterwards), a table whose replication stops on an
+untranslatable DDL, STATEMENT binlog format, a wrong password.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.compare import assert_replica_equal
+from tests.faults import STREAMING, ReplicateProcess, create_tables, execute, source_dsn, target_for, write
+from tests.servers import MariaDBServer
+
+pytestmark = pytest.mark.integration
+
+DB = "shop"
+
+
+def _run(
+    server: MariaDBServer,
+    target: str,
+    env: dict[str, str],
+    *extra: str,
+    user: str = "repl",
+    password: str | None = None,
+) -> ReplicateProcess:
+    return ReplicateProcess(
+        source_dsn(server, user=user),
+        server.repl_password if password is None else password,
+        target,
+        DB,
+        *extra,
+        env=env,
+    )
+
+
+def _chdb(tmp_path: Path) -> tuple[str, dict[str, str]]:
+    return f"chdb://{tmp_path / 'ch'}", {}
+
+
+async def test_user_without_select_is_an_error_then_grant_and_start(
+    fresh_mariadb: MariaDBServer, tmp_path: Path
+) -> None:
+    server = fresh_mariadb
+    server.create_database(DB)
+    create_tables(server, DB, filler=100)
+    server.execute("CREATE USER 'nosel'@'%' IDENTIFIED BY 'nosel-pw'")
+    server.execute("GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO 'nosel'@'%'")
+    url, env = _chdb(tmp_path)
+    with _run(server, url, env, "--once", user="nosel", password="nosel-pw") as rep:
+        assert rep.wait_exit() == 1, rep.tail()
+    assert "GRANT SELECT ON `shop`.* TO 'nosel'" in rep.log
+    assert "nosel-pw" not in rep.log
+    # a SELECT on one table only: the others would be invisible, so still an error naming the fix
+    server.execute("GRANT SELECT ON shop.t1 TO 'nosel'@'%'")
+    with _run(server, url, env, "--once", user="nosel", password="nosel-pw") as rep:
+        assert rep.wait_exit() == 1, rep.tail()
+    assert "may SELECT only some tables of 'shop' (t1)" in rep.log
+    server.execute("GRANT SELECT ON shop.* TO 'nosel'@'%'")
+    write(server, DB, 1, 3)
+    with _run(server, url, env, "--once", user="nosel", password="nosel-pw") as rep:
+        assert rep.wait_exit() == 0, rep.tail()
+    await assert_replica_equal(server, DB, url)
+
+
+async def test_table_clickhouse_cannot_hold_and_a_stopped_table(
+    fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path
+) -> None:
+    """A table in scope that cannot be replicated is an error before anything is written; a table whose replication
+    stops later (a DDL ClickHouse 18.16 cannot follow) gives exit code 3, with the table named."""
+    server = fresh_mariadb
+    server.create_database(DB)
+    create_tables(server, DB, filler=100)
+    url, env = target_for("server", clickhouse_server, tmp_path)
+    name = "probe_stop"
+    args = ("--target-database", name, "--replica", name)
+    with _run(server, url, env, *args, "--once") as rep:
+        assert rep.wait_exit() == 0, rep.tail()
+    execute(server, DB, "ALTER TABLE t2 RENAME COLUMN w TO w2")  # 18.16 has no RENAME COLUMN: t2 stops
+    write(server, DB, 1, 3)
+    with _run(server, url, env, *args, "--once") as rep:
+        assert rep.wait_exit() == 3, rep.tail()
+    assert "replication of shop.t2 stopped" in rep.log
+    assert '"stopped_tables": {"t2"' in "".join(rep.out)
+
+
+async def test_purged_binlog_stops_with_the_fix(fresh_mariadb: MariaDBServer, tmp_path: Path) -> None:
+    server = fresh_mariadb
+    server.create_database(DB)
+    create_tables(server, DB, filler=100)
+    url, env = _chdb(tmp_path)
+    with _run(server, url, env, "--once") as rep:
+        assert rep.wait_exit() == 0, rep.tail()
+    write(server, DB, 1, 3)  # not replicated yet
+    server.flush_binary_logs()
+    server.execute(f"PURGE BINARY LOGS TO '{server.master_status()[0]}'")
+    with _run(server, url, env, "--once") as rep:
+        assert rep.wait_exit() == 1, rep.tail()
+    assert "purged" in rep.log
+    assert "take a new snapshot" in rep.log
+
+
+async def test_history_going_backwards_stops(fresh_mariadb: MariaDBServer, tmp_path: Path) -> None:
+    """RESET MASTER while the replica is down, then as many new transactions: the GTIDs look alike, the positions
+    do not; replicate refuses (exit 1) and says to take a new snapshot."""
+    server = fresh_mariadb
+    server.create_database(DB)
+    create_tables(server, DB, filler=100)
+    url, env = _chdb(tmp_path)
+    write(server, DB, 1, 10)
+    with _run(server, url, env, "--once") as rep:
+        assert rep.wait_exit() == 0, rep.tail()
+    server.execute("RESET MASTER")
+    write(server, DB, 100, 2)
+    with _run(server, url, env, "--once") as rep:
+        assert rep.wait_exit() == 1, rep.tail()
+    assert "history went backwards" in rep.log
+    assert "snapshot" in rep.log
+
+
+async def test_second_writer_of_a_replica_is_refused(
+    fresh_mariadb: MariaDBServer, tmp_path: Path, clickhouse_server: Any
+) -> None:
+    server = fresh_mariadb
+    server.create_database(DB)
+    create_tables(server, DB, filler=100)
+    url, env = target_for("server", clickhouse_server, tmp_path)
+    args = ("--target-database", "probe_lock", "--replica", "probe_lock")
+    with _run(server, url, env, *args) as first:
+        first.wait_for(STREAMING)
+        with _run(server, url, env, *args, "--once") as second:
+            assert second.wait_exit() == 4, second.tail()
+        assert "is already being written by another mybinlog process" in second.log
+        write(server, DB, 1, 3)
+        first.wait_caught_up(server)
+        first.kill()  # SIGKILL: the lock goes with its connection
+    with _run(server, url, env, *args, "--once") as third:
+        assert third.wait_exit() == 0, third.tail()
+    await assert_replica_equal(server, DB, clickhouse_server.url(), target_database="probe_lock")
+
+
+async def test_source_down_longer_than_the_budget_then_resume(fresh_mariadb: MariaDBServer, tmp_path: Path) -> None:
+    server = fresh_mariadb
+    server.create_database(DB)
+    create_tables(server, DB, filler=100)
+    url, env = _chdb(tmp_path)
+    with _run(server, url, env, "--source-retry-seconds", "2") as rep:
+        rep.wait_for(STREAMING)
+        write(server, DB, 1, 3)
+        rep.wait_caught_up(server)
+        server.stop()
+        assert rep.wait_exit() == 75, rep.tail()
+    assert "resume later from" in rep.log or "run again" in rep.log
+    server.start()
+    write(server, DB, 10, 3)
+    with _run(server, url, env, "--once") as rep:
+        assert rep.wait_exit() == 0, rep.tail()
+    await assert_replica_equal(server, DB, url)
+
+
+async def test_clickhouse_down_longer_than_the_budget_then_resume(fresh_mariadb: MariaDBServer, tmp_path: Path) -> None:
+    """A private ClickHouse server stopped for longer than --target-retry-seconds while changes arrive: exit 75, and
+    a later run resumes exactly."""
+    from mybinlog._chserver import ClickHouseServer
+
+    server = fresh_mariadb
+    server.create_database(DB)
+    create_tables(server, DB, filler=100)
+    ch = ClickHouseServer(tmp_path / "chserver")
+    ch.start()
+    try:
+        url, env = target_for("server", ch, tmp_path)
+        with _run(server, url, env, "--target-retry-seconds", "3") as rep:
+            rep.wait_for(STREAMING)
+            ch.stop()
+            write(server, DB, 1, 3)
+            assert rep.wait_exit() == 75, rep.tail()
+        assert "kept failing for 3 s" in rep.log
+        ch.start()
+        write(server, DB, 10, 3)
+        with _run(server, url, env, "--once") as rep:
+            assert rep.wait_exit() == 0, rep.tail()
+        await assert_replica_equal(server, DB, ch.url())
+    finally:
+        ch.stop()
+        ch.cleanup()
+
+
+def test_statement_format_and_wrong_password(mariadb_factory: Any, tmp_path: Path) -> None:
+    server = mariadb_factory(binlog_format="STATEMENT")
+    server.create_database(DB)
+    url, env = _chdb(tmp_path)
+    with _run(server, url, env, "--once") as rep:
+        assert rep.wait_exit() == 1, rep.tail()
+    assert "binlog_format is STATEMENT" in rep.log
+    with _run(server, url, env, "--once", password="wrong-pw-123") as rep:
+        assert rep.wait_exit() == 1, rep.tail()
+    assert "rejected user 'repl'" in rep.log
+    assert "wrong-pw-123" not in rep.log + "".join(rep.out)

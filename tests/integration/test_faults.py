@@ -1,0 +1,263 @@
+"""Faults around a running ``mybinlog replicate``: every case kills or restarts a real process (replicate, MariaDB,
+ClickHouse) or cuts a real connection, then compares the replica with the source row by row (tests/compare.py).
+
+* the source restarted mid-stream (clean shutdown and SIGKILL), then UPDATEs and DELETEs: the new binlog file's
+  positions must give higher versions than the old file's (the bug: they were stamped with the old file's name);
+* replicate SIGKILLed in every phase, at fail points: in the middle of the initial load (then a DDL and changes
+  before the restart), right after a DDL was applied in ClickHouse, between the tables of a batch, between the
+  inserts and the checkpoint, after a collapsing batch was announced;
+* binlog rotations while streaming;
+* the ClickHouse server restarted mid-stream, and connections to both servers cut through a proxy;
+* each engine on both targets where the server supports it (18.16 has no ``replacing_is_deleted``).
+
+The probes (grants, purged binlogs, history going backwards, a second writer, budgets) are in test_fault_probes.py;
+the long randomized run with random kills and restarts is in test_replication_crash.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.compare import assert_replica_equal
+from tests.faults import (
+    STREAMING,
+    ReplicateProcess,
+    TxnWriter,
+    create_tables,
+    execute,
+    source_dsn,
+    target_for,
+    write,
+)
+from tests.proxy import TcpProxy
+from tests.servers import MariaDBServer
+
+pytestmark = pytest.mark.integration
+
+DB = "shop"
+
+
+def _start(server: MariaDBServer, target: str, env: dict[str, str], *extra: str, **kw: Any) -> ReplicateProcess:
+    return ReplicateProcess(source_dsn(server), server.repl_password, target, DB, *extra, env=env, **kw)
+
+
+# --- the source restarted mid-stream -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "engine", "how"),
+    [
+        ("server", "replacing", "clean"),
+        ("server", "replacing", "kill"),
+        ("server", "collapsing", "kill"),
+        ("chdb", "replacing", "kill"),
+        ("chdb", "collapsing", "clean"),
+        ("chdb", "replacing_is_deleted", "kill"),
+    ],
+)
+async def test_source_restart_mid_stream(
+    fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path, kind: str, engine: str, how: str
+) -> None:
+    """The issue's minimal case: 20k filler rows, rows (-1, 'old') and (-2, 'old'); the server restarts while the
+    replica streams; then UPDATE -1, DELETE -2, INSERT -3 and more transactions."""
+    server = fresh_mariadb
+    server.create_database(DB)
+    create_tables(server, DB)
+    url, env = target_for(kind, clickhouse_server, tmp_path / "ch")
+    name = f"{DB}_{kind}_{engine}_{how}"
+    with _start(server, url, env, "--engine", engine, "--target-database", name, "--replica", name) as rep:
+        rep.wait_for(STREAMING)
+        file_before = server.master_status()[0]
+        if how == "clean":
+            server.restart()
+        else:
+            server.kill()
+            server.start()
+        assert server.master_status()[0] != file_before  # a restart opens a new binlog file
+        execute(
+            server,
+            DB,
+            "UPDATE t1 SET v = 'new' WHERE id = -1",
+            "DELETE FROM t1 WHERE id = -2",
+            "INSERT INTO t1 VALUES (-3, 'new', 3, NULL)",
+        )
+        write(server, DB, 1, 20)
+        rep.wait_caught_up(server)
+        assert rep.stop() == 0, rep.tail()
+    last_file = rep.checkpoints()[-1][0]
+    assert last_file == server.master_status()[0], f"the checkpoint names {last_file}, the server writes another file"
+    rows = await assert_replica_equal(server, DB, url, engine=engine, target_database=name)
+    assert rows > 20_000
+
+
+# --- replicate killed in every phase -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "engine"),
+    [
+        ("server", "replacing"),
+        ("server", "collapsing"),
+        ("chdb", "replacing"),
+        ("chdb", "collapsing"),
+        ("chdb", "replacing_is_deleted"),
+    ],
+)
+async def test_sigkill_in_every_phase(
+    fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path, kind: str, engine: str
+) -> None:
+    server = fresh_mariadb
+    server.create_database(DB)
+    create_tables(server, DB)
+    url, env = target_for(kind, clickhouse_server, tmp_path / "ch")
+    name = f"{DB}_{kind}_{engine}"
+    args = ("--engine", engine, "--target-database", name, "--replica", name)
+
+    def killed(failpoint: str, then: Any = None) -> str:
+        with _start(server, url, env, *args, failpoints=failpoint) as rep:
+            if then is not None:
+                rep.wait_for(STREAMING)
+                then()
+            rc = rep.wait_exit()
+            assert rc == -9, f"expected a SIGKILL at {failpoint}, got exit {rc}:\n{rep.tail()}"
+            assert f"fail point {failpoint.split('=')[0]} reached" in rep.log
+            return rep.log
+
+    # 1. in the middle of the initial load (nokey, then the first block of t1 inserted); then a DDL and changes
+    killed("load.after_rows=2")
+    execute(
+        server,
+        DB,
+        "ALTER TABLE t1 ADD COLUMN extra INT NOT NULL DEFAULT 7",
+        "UPDATE t1 SET v = 'changed', extra = 8 WHERE id % 97 = 0",
+        "DELETE FROM t1 WHERE id % 89 = 0",
+    )
+    n = write(server, DB, 1, 5)
+    # 2. right after a DDL was applied in ClickHouse, before its checkpoint (this start loads again first)
+    log = killed("ddl.after_apply=1", lambda: execute(server, DB, "ALTER TABLE t2 ADD COLUMN z VARCHAR(5) DEFAULT 'z'"))
+    assert "an earlier initial load did not finish" in log
+    n = write(server, DB, n, 5)
+    # 3. between the tables of a batch, 4. between the inserts and the checkpoint
+    killed("flush.after_table=1", lambda: write(server, DB, n, 1))
+    n = write(server, DB, n + 1, 5)
+    killed("flush.after_inserts=1", lambda: write(server, DB, n, 1))
+    n = write(server, DB, n + 1, 5)
+    if engine == "collapsing":  # 5. a collapsing batch announced in the checkpoint, nothing inserted yet
+        killed("flush.after_pending=1", lambda: write(server, DB, n, 1))
+        n = write(server, DB, n + 1, 5)
+    execute(server, DB, "ALTER TABLE nokey ADD COLUMN q INT")
+    write(server, DB, n, 5)
+    with _start(server, url, env, *args, "--once") as rep:
+        assert rep.wait_exit() == 0, rep.tail()
+        assert "an earlier initial load did not finish" not in rep.log  # the second start already redid the load
+    await assert_replica_equal(server, DB, url, engine=engine, target_database=name)
+
+
+# --- rotations, a ClickHouse restart, connections cut ------------------------------------------------------------
+
+
+async def test_rotations_and_clickhouse_restart_mid_stream(
+    fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path
+) -> None:
+    """FLUSH BINARY LOGS several times and a restart of the ClickHouse server while a writer runs: replicate rides
+    the outage (restarting from its checkpoint) and ends equal, without exiting."""
+    server = fresh_mariadb
+    server.create_database(DB)
+    create_tables(server, DB, filler=2_000)
+    url, env = target_for("server", clickhouse_server, tmp_path)
+    writer = TxnWriter(server, DB)
+    name = f"{DB}_chrestart"
+    with _start(server, url, env, "--engine", "collapsing", "--target-database", name, "--replica", name) as rep:
+        rep.wait_for(STREAMING)
+        writer.start()
+        for _ in range(3):
+            start = len(rep.lines)
+            server.flush_binary_logs()
+            rep.wait_for("checkpoint at", start=start)
+        clickhouse_server.stop()
+        start = len(rep.lines)
+        rep.wait_for("ClickHouse failed", start=start)  # the outage was hit while the writer kept writing
+        clickhouse_server.start()
+        rep.wait_for("checkpoint at", start=len(rep.lines))
+        assert writer.finish() > 0
+        rep.wait_caught_up(server)
+        assert rep.proc.poll() is None, rep.tail()
+        assert rep.stop() == 0, rep.tail()
+    assert len({f for f, _ in rep.checkpoints()}) >= 4  # it followed the rotations
+    await assert_replica_equal(server, DB, url, engine="collapsing", target_database=name)
+
+
+class _ProxyThread:
+    """A :class:`TcpProxy` on its own event loop in a thread, for a child process to connect through."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.proxy = TcpProxy(host, port)
+        asyncio.run_coroutine_threadsafe(self.proxy.__aenter__(), self.loop).result(30)
+
+    @property
+    def port(self) -> int:
+        return self.proxy.port
+
+    def cut(self) -> int:
+        async def cut() -> int:
+            return self.proxy.cut()
+
+        return asyncio.run_coroutine_threadsafe(cut(), self.loop).result(30)
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.proxy.__aexit__(None, None, None), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(30)
+        self.loop.close()
+
+
+async def test_connections_cut_through_a_proxy(
+    fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path
+) -> None:
+    """The source connection (binlog dump and the replica lock) and the ClickHouse connection cut again and again
+    under a writer: replicate reconnects, restarts from its checkpoint where needed, and ends equal."""
+    server = fresh_mariadb
+    server.create_database(DB)
+    create_tables(server, DB, filler=2_000)
+    source_proxy = _ProxyThread(server.host, server.port)
+    target_proxy = _ProxyThread(clickhouse_server.host, clickhouse_server.http_port)
+    writer = TxnWriter(server, DB)
+    try:
+        url = f"http://default@127.0.0.1:{target_proxy.port}"
+        env = {"MYBINLOG_CH_PASSWORD": clickhouse_server.password}
+        rep = ReplicateProcess(
+            source_dsn(server, port=source_proxy.port),
+            server.repl_password,
+            url,
+            DB,
+            "--target-database",
+            f"{DB}_cut",
+            "--replica",
+            f"{DB}_cut",
+            env=env,
+        )
+        with rep:
+            rep.wait_for(STREAMING)
+            writer.start()
+            for i in range(6):
+                start = len(rep.lines)
+                rep.wait_for("checkpoint at", start=start)
+                assert (source_proxy if i % 2 == 0 else target_proxy).cut() > 0
+            rep.wait_for("checkpoint at", start=len(rep.lines))
+            assert writer.finish() > 0
+            rep.wait_caught_up(server)
+            assert rep.stop() == 0, rep.tail()
+        assert "reconnected" in rep.log
+        assert "ClickHouse failed" in rep.log
+    finally:
+        source_proxy.close()
+        target_proxy.close()
+    await assert_replica_equal(server, DB, clickhouse_server.url(), target_database=f"{DB}_cut")
