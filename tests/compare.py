@@ -106,7 +106,8 @@ def _assert_rows_equal(
                 break
     missing = +missing
     extra = +extra
-    assert not (missing or extra), (
+    differs = bool(missing) or bool(extra)
+    assert not differs, (
         f"{table}: {sum(missing.values())} source row(s) missing or different in the replica, "
         f"{sum(extra.values())} replica row(s) not in the source (of {len(want)} source rows); columns {columns}\n"
         f"missing: {list(missing)[:5]}\nextra: {list(extra)[:5]}"

@@ -185,7 +185,7 @@ class TxnWriter(threading.Thread):
     """Writes transactions into the tables of :func:`create_tables` until stopped; :meth:`pause` waits until it is
     between transactions and holds it there (its connection closed), :meth:`resume` lets it go on (reconnecting)."""
 
-    def __init__(self, server: MariaDBServer, db: str, *, seed: int = 1, first_id: int = 1_000_000) -> None:
+    def __init__(self, server: MariaDBServer, db: str, *, seed: int = 1, first_id: int = 500_000) -> None:
         super().__init__(daemon=True)
         self.server, self.db = server, db
         self.n = first_id
@@ -260,26 +260,28 @@ def create_tables(server: MariaDBServer, db: str, *, filler: int = FILLER) -> No
                 cur.execute(f"INSERT INTO t1 VALUES {values}")
             cur.execute("INSERT INTO t1 VALUES (-1, 'old', 1, NULL), (-2, 'old', 2, NULL)")
             cur.execute("INSERT INTO t2 VALUES (1, 'a', 1.5), (2, 'b', 2.25), (3, 'c', NULL)")
-            cur.execute("INSERT INTO nokey VALUES (1, 'one'), (2, 'two'), (2, 'two')")
+            # no two rows alike: a table without any key is keyed by the whole row in ClickHouse, so identical rows
+            # are one row there (docs/replication.md, Keys)
+            cur.execute("INSERT INTO nokey VALUES (1, 'one'), (2, 'two'), (2, 'deux')")
     finally:
         conn.close()
 
 
 def write_transaction(conn: Any, n: int) -> None:
     """One transaction over all three tables: an insert, an update, a primary-key move and a delete in t1; an
-    upsert in t2; an insert and sometimes a delete in nokey."""
+    upsert in t2; an insert and sometimes a delete in nokey (whose rows stay distinct: ``y`` is unique by ``n``)."""
     with conn.cursor() as cur:
-        cur.execute("INSERT INTO t1 VALUES (%s, %s, %s, NOW(3))", (n, f"new-{n}", n))
+        cur.execute("INSERT INTO t1 (id, v, n, d) VALUES (%s, %s, %s, NOW(3))", (10_000_000 + n, f"new-{n}", n))
         cur.execute("UPDATE t1 SET v = %s, n = n + 1 WHERE id = %s", (f"upd-{n}", n % 20_000 + 1))
         cur.execute("UPDATE t1 SET id = id + 3000000 WHERE id = %s", ((n * 7) % 20_000 + 1,))  # a key move
         cur.execute("DELETE FROM t1 WHERE id = %s", ((n * 13) % 20_000 + 1,))
         cur.execute(
-            "INSERT INTO t2 VALUES (%s, %s, %s) ON DUPLICATE KEY UPDATE w = w + 1",
+            "INSERT INTO t2 (a, b, w) VALUES (%s, %s, %s) ON DUPLICATE KEY UPDATE w = w + 1",
             (n % 50, "k" + str(n % 3), n / 8),
         )
-        cur.execute("INSERT INTO nokey VALUES (%s, %s)", (n % 11, f"n{n % 5}"))
+        cur.execute("INSERT INTO nokey (x, y) VALUES (%s, %s)", (n % 11, f"n{n}"))
         if n % 4 == 0:
-            cur.execute("DELETE FROM nokey WHERE x = %s LIMIT 1", (n % 11,))
+            cur.execute("DELETE FROM nokey WHERE x = %s ORDER BY y LIMIT 1", (n % 11,))
     conn.commit()
 
 
@@ -302,3 +304,16 @@ def execute(server: MariaDBServer, db: str, *statements: str) -> None:
                 cur.execute(sql)
     finally:
         conn.close()
+
+
+def purge_to_current(server: MariaDBServer, *, timeout: float = 60.0) -> str:
+    """Rotate, then purge every older binlog file; returns the file left. MariaDB keeps a file until InnoDB's binlog
+    checkpoint has moved past it (asynchronously), so the purge is repeated until the server reports it done."""
+    newest = server.flush_binary_logs()
+    deadline = time.monotonic() + timeout
+    while True:
+        server.execute(f"PURGE BINARY LOGS TO '{newest}'")
+        if [name for name, _ in server.binlog_files()] == [newest]:
+            return newest
+        assert time.monotonic() < deadline, f"the server kept {server.binlog_files()} for {timeout} s"
+        time.sleep(0.05)  # polling the server's state until the condition holds (bounded by the deadline)

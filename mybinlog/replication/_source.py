@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -57,11 +56,15 @@ def _db_matches(pattern: str, database: str) -> bool:
     """A database name in a database-level grant may use LIKE wildcards (``%``, ``_``; ``\\_`` is a literal _)."""
     if "%" not in pattern and "_" not in pattern:
         return pattern == database
-    glob = "".join(
-        "[_]" if piece == "\\_" else "*" if piece == "%" else "?" if piece == "_" else fnmatch.escape(piece)  # type: ignore[attr-defined]
-        for piece in re.findall(r"\\_|%|_|[^%_\\]+|\\", pattern)
-    )
-    return fnmatch.fnmatchcase(database, glob)
+    parts = []
+    for piece in re.findall(r"\\.|%|_|[^%_\\]+|\\", pattern):
+        if piece == "%":
+            parts.append(".*")
+        elif piece == "_":
+            parts.append(".")
+        else:
+            parts.append(re.escape(piece[1:] if piece.startswith("\\") and len(piece) == 2 else piece))
+    return re.fullmatch("".join(parts), database, re.DOTALL) is not None
 
 
 def select_scope(grants: Sequence[str], database: str) -> tuple[str, set[str]] | None:

@@ -1,15 +1,19 @@
-"""The replicator killed with SIGKILL at random points, restarted each time, must end exactly equal to the source.
+"""The replicator killed with SIGKILL at random points, restarted each time, must end exactly equal to the source,
+while the source itself is restarted and rotates its binlog under it.
 
 A writer keeps running the randomized workload (every column type, multi-row statements, updates that change
 nothing but ``rev``, deletes, ALTER TABLE ADD/DROP COLUMN mid-stream) while ``mybinlog replicate`` runs as a real
-child process. The test kills it with SIGKILL after a random number (0-3) of checkpoints (20 times with the
-ClickHouse server, 8 times with chdb, whose start is slower), restarts it,
-and finally lets it catch up (``--once``) and runs ``mybinlog verify`` (row counts, checksums over all columns and
-duplicates visible through FINAL) as another child process.
+child process. Each round the test waits for a random number (0-3) of checkpoints, then at random restarts MariaDB
+(a clean shutdown or SIGKILL, the writer paused between transactions meanwhile) or rotates its binlog (FLUSH BINARY
+LOGS) under the running replicator, waits for more checkpoints, and SIGKILLs the replicator. 20 kills with the
+ClickHouse server (replacing and collapsing engines), 8 with chdb (replacing_is_deleted; its start is slower).
+Finally it catches up (``--once``); the replica is compared with the source row by row (tests/compare.py) and by
+``mybinlog verify`` (row counts, checksums over all columns, duplicates visible through FINAL) in a child process.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import signal
@@ -22,6 +26,8 @@ from typing import Any
 
 import pytest
 
+from tests.compare import assert_replica_equal
+from tests.faults import STREAMING, ReplicateProcess, child_env, source_dsn, target_for
 from tests.servers import MariaDBServer
 from tests.workload import Workload
 
@@ -40,7 +46,8 @@ def _env() -> dict[str, str]:
 
 
 class Writer(threading.Thread):
-    """Runs the workload in small transactions until stopped (a real concurrent writer)."""
+    """Runs the workload in small transactions until stopped (a real concurrent writer); :meth:`pause` holds it
+    between transactions with its connection closed (while the source restarts), :meth:`resume` lets it go on."""
 
     def __init__(self, server: MariaDBServer, db: str, seed: int) -> None:
         super().__init__(daemon=True)
@@ -49,23 +56,46 @@ class Writer(threading.Thread):
         self.stop_flag = threading.Event()
         self.error: BaseException | None = None
         self.transactions = 0
+        self._go = threading.Event()
+        self._go.set()
+        self._idle = threading.Event()
         conn = server.connect(database=db)
         self.workload.run(conn, db, n_transactions=5, statements_per_txn=4, ddl_every=0)
         conn.close()
 
     def run(self) -> None:
-        conn = self.server.connect(database=self.db)
+        conn = None
         try:
             while not self.stop_flag.is_set():
+                if not self._go.is_set():
+                    if conn is not None:
+                        conn.close()
+                        conn = None
+                    self._idle.set()
+                    self._go.wait()
+                    self._idle.clear()
+                    continue
+                if conn is None:
+                    conn = self.server.connect(database=self.db)
                 self.workload.run(conn, self.db, n_transactions=3, statements_per_txn=3, ddl_every=9)
                 self.transactions += 3
         except BaseException as exc:  # reported by the test
             self.error = exc
         finally:
-            conn.close()
+            self._idle.set()
+            if conn is not None:
+                conn.close()
+
+    def pause(self) -> None:
+        self._go.clear()
+        assert self._idle.wait(120), "writer did not pause"
+
+    def resume(self) -> None:
+        self._go.set()
 
     def finish(self) -> None:
         self.stop_flag.set()
+        self._go.set()
         self.join(timeout=120)
         assert not self.is_alive(), "writer did not stop"
         if self.error is not None:
@@ -110,82 +140,112 @@ def _wait_checkpoints(proc: subprocess.Popen[str], n: int, log: list[str], marke
     return True
 
 
-STREAMING = "on new dispatcher"  # the replicator's consumer started streaming (logged by mybinlog.sharing)
 
 
-def _drain(proc: subprocess.Popen[str], log: list[str]) -> threading.Thread:
-    def pump() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            log.append(line)
-
-    t = threading.Thread(target=pump, daemon=True)
-    t.start()
-    return t
-
-
-def run_with_kills(source: str, target: str, db: str, writer: Writer, seed: int, kills_wanted: int) -> list[str]:
+def run_with_kills(
+    server: MariaDBServer,
+    target: str,
+    env: dict[str, str],
+    args: tuple[str, ...],
+    writer: Writer,
+    seed: int,
+    kills: int,
+) -> dict[str, int]:
+    """SIGKILL the replicator ``kills`` times, restarting or rotating the source under it in between (see the
+    module docstring); returns how often each thing happened."""
     rng = random.Random(seed)
-    log: list[str] = []
-    kills = 0
-    while kills < kills_wanted:
-        proc = subprocess.Popen(
-            _replicate_cmd(source, target, db),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=_env(),
-        )
-        try:
-            alive = _wait_checkpoints(proc, rng.randint(0, 3), log)
-            if not alive:
-                proc.wait(timeout=60)
-                raise AssertionError(f"replicator exited with {proc.returncode}:\n{''.join(log[-40:])}")
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(timeout=60)
-            kills += 1
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    return log
+    done = {"kills": 0, "clean restarts": 0, "killed sources": 0, "rotations": 0}
+    while done["kills"] < kills:
+        with ReplicateProcess(source_dsn(server), server.repl_password, target, args[0], *args[1:], env=env) as rep:
+            for _ in range(rng.randint(0, 3)):
+                rep.wait_for("checkpoint at", start=len(rep.lines))
+            event = rng.random()
+            if event < 0.3:
+                rep.wait_for(STREAMING)
+                writer.pause()
+                if event < 0.15:
+                    server.restart()
+                    done["clean restarts"] += 1
+                else:
+                    server.kill()
+                    server.start()
+                    done["killed sources"] += 1
+                writer.resume()
+                rep.wait_for("reconnected", start=0)
+                rep.wait_for("checkpoint at", start=len(rep.lines))
+            elif event < 0.5:
+                server.flush_binary_logs()
+                done["rotations"] += 1
+                rep.wait_for("checkpoint at", start=len(rep.lines))
+            assert rep.proc.poll() is None, f"replicator exited with {rep.proc.returncode}:\n{rep.tail()}"
+            rep.kill()
+            done["kills"] += 1
+    return done
 
 
-def finish_and_verify(source: str, target: str, db: str) -> None:
-    done = subprocess.run(
-        [*_replicate_cmd(source, target, db, "--once")], capture_output=True, text=True, env=_env(), timeout=600
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
+def finish_and_verify(
+    server: MariaDBServer, target: str, env: dict[str, str], args: tuple[str, ...], readable: str, engine: str
+) -> None:
+    with ReplicateProcess(
+        source_dsn(server), server.repl_password, target, args[0], *args[1:], "--once", env=env
+    ) as rep:
+        assert rep.wait_exit(600) == 0, rep.tail()
+    db = args[0]
+    target_db = args[args.index("--target-database") + 1]
+    asyncio.run(assert_replica_equal(server, db, readable, engine=engine, target_database=target_db))
     verify = subprocess.run(
-        [sys.executable, "-m", "mybinlog", "verify", "--source", source, "--target", target, "--database", db],
+        [
+            sys.executable,
+            "-m",
+            "mybinlog",
+            "verify",
+            "--source",
+            source_dsn(server),
+            "--target",
+            target,
+            "--database",
+            db,
+            "--target-database",
+            target_db,
+        ],
         capture_output=True,
         text=True,
-        env=_env(),
+        env=child_env(MYBINLOG_PASSWORD=server.repl_password, **env),
         timeout=600,
     )
     assert verify.returncode == 0, verify.stdout[-4000:] + verify.stderr[-4000:]
-    assert "password" not in verify.stdout.lower() or "***" in verify.stdout
+    assert server.repl_password not in verify.stdout + verify.stderr
 
 
-def _scenario(server: MariaDBServer, db: str, target: str, seed: int, kills: int) -> None:
+def _scenario(
+    server: MariaDBServer, db: str, kind: str, engine: str, clickhouse: Any, tmp_path: Path, seed: int, kills: int
+) -> None:
+    target, env = target_for(kind, clickhouse, tmp_path / "ch")
+    name = f"{db}_{engine}"
+    args = (db, "--engine", engine, "--target-database", name, "--replica", name)
     writer = Writer(server, db, seed)
     writer.start()
     try:
-        run_with_kills(server.repl_dsn, target, db, writer, seed, kills)
+        done = run_with_kills(server, target, env, args, writer, seed, kills)
     finally:
         writer.finish()
     assert writer.transactions > 0
-    finish_and_verify(server.repl_dsn, target, db)
+    assert done["clean restarts"] + done["killed sources"] > 0, done
+    readable = clickhouse.url() if kind == "server" else target
+    finish_and_verify(server, target, env, args, readable, engine)
 
 
-def test_sigkill_chdb(fresh_mariadb: MariaDBServer, tmp_path: Path) -> None:
+def test_sigkill_chdb(fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path) -> None:
     fresh_mariadb.create_database("crash_chdb")
-    _scenario(fresh_mariadb, "crash_chdb", f"chdb://{tmp_path / 'ch'}", seed=11, kills=KILLS_CHDB)
+    _scenario(fresh_mariadb, "crash_chdb", "chdb", "replacing_is_deleted", clickhouse_server, tmp_path, 11, KILLS_CHDB)
 
 
-def test_sigkill_clickhouse_server(fresh_mariadb: MariaDBServer, clickhouse_server: Any) -> None:
+@pytest.mark.parametrize(("engine", "kills", "seed"), [("replacing", KILLS, 12), ("collapsing", KILLS // 2, 13)])
+def test_sigkill_clickhouse_server(
+    fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path, engine: str, kills: int, seed: int
+) -> None:
     fresh_mariadb.create_database("crash_server")
-    _scenario(fresh_mariadb, "crash_server", _server_url(clickhouse_server), seed=12, kills=KILLS)
+    _scenario(fresh_mariadb, "crash_server", "server", engine, clickhouse_server, tmp_path, seed, kills)
 
 
 def _server_url(server: Any) -> str:
@@ -234,4 +294,11 @@ def test_sigterm_stops_cleanly_and_status_is_served(
     assert proc.returncode == 0, err[-3000:]
     assert '"state": "stopped"' in out
     conn.close()
-    finish_and_verify(mariadb.repl_dsn, target, db)
+    finish_and_verify(
+        mariadb,
+        clickhouse_server.url(with_password=False),
+        {"MYBINLOG_CH_PASSWORD": clickhouse_server.password},
+        (db, "--target-database", db),
+        clickhouse_server.url(),
+        "replacing",
+    )

@@ -21,6 +21,7 @@ from mybinlog import (
     MariadbGtidEvent,
     MariaDBGtidSet,
     SourceConnectionError,
+    SourceHistoryError,
     read_binlog_file,
 )
 from mybinlog._protocol._constants import HEADER_LEN
@@ -49,9 +50,7 @@ class ScriptedServer:
             pos += size
         self.cuts = list(cuts)
         self.connections: list[FakeConnection] = []
-        self.gtid_starts = [
-            (ev.gtid, ev.offset) for ev in read_binlog_file(path) if isinstance(ev, MariadbGtidEvent)
-        ]
+        self.gtid_starts = [(ev.gtid, ev.offset) for ev in read_binlog_file(path) if isinstance(ev, MariadbGtidEvent)]
 
     def fake_rotate(self, position: int) -> bytes:
         body = struct.pack("<Q", position) + self.name.encode()
@@ -79,8 +78,9 @@ class FakeConnection:
         self.sent = 0
         self.started_at: tuple[str, Any] | None = None
 
-    async def start_dump(self, *, file: str | None = None, position: int = 4, gtid_set: Any = None,
-                         blocking: bool = True) -> None:
+    async def start_dump(
+        self, *, file: str | None = None, position: int = 4, gtid_set: Any = None, blocking: bool = True
+    ) -> None:
         srv = self.server
         if gtid_set is not None:
             assert isinstance(gtid_set, MariaDBGtidSet)
@@ -198,3 +198,109 @@ async def test_gives_up_after_max_attempts_with_position_in_message(binlog: Path
     assert "gave up after 2 reconnect attempts" in text
     assert server.name in text  # names the position to resume from
     assert "secret-pw" not in text
+
+
+# --- resuming from a checkpoint position, and the server's history ------------------------------------------------
+
+
+class _FileModeInfo(_Info):
+    gtid_mode = False  # MySQL with gtid_mode=OFF: positions carry no usable GTIDs
+    flavor = "mysql"
+
+
+def _with_info(
+    server: ScriptedServer, info: type[_Info], *, server_id: int = 1, end: tuple[str, int] | None = None
+) -> Any:
+    """server.connect, with connections that describe the server as ``info`` (server_id, binlog end) says."""
+
+    async def connect() -> FakeConnection:
+        conn = await server.connect()
+        conn.info = type("Info", (info,), {"server_id": server_id})()  # type: ignore[assignment]
+        if end is not None:
+
+            async def current_position() -> tuple[str, int, str]:
+                return end[0], end[1], ""
+
+            conn.current_position = current_position  # type: ignore[method-assign]
+        return conn
+
+    return connect
+
+
+async def test_resume_from_a_position_without_gtids_uses_file_and_offset(binlog: Path) -> None:
+    """A checkpoint of a server without GTIDs resumes by file and offset, at the transaction after it."""
+    server = ScriptedServer(binlog, [])
+    second = server.gtid_starts[1][1]  # the boundary before the second transaction
+    stream = BinlogStream(
+        "mysql://u:p@127.0.0.1:1",
+        resume_from=BinlogPosition(server.name, second, None, server_id=1),
+        blocking=False,
+        reconnect_backoff=(0.0, 0.0),
+    )
+    stream._connect = _with_info(server, _FileModeInfo)  # type: ignore[method-assign]
+    got = []
+    async with stream:
+        async for ev in stream:
+            if not isinstance(ev, _CONTROL):
+                got.append(_key(ev))
+    assert server.connections[0].started_at == ("file", second)
+    expected = [_key(ev) for ev in read_binlog_file(binlog) if not isinstance(ev, _CONTROL) and ev.offset >= second]
+    assert got == expected
+    assert stream.position.server_id == 1
+
+
+async def test_file_mode_refuses_another_server(binlog: Path) -> None:
+    server = ScriptedServer(binlog, [])
+    stream = BinlogStream(
+        "mysql://u:p@127.0.0.1:1", resume_from=BinlogPosition(server.name, 4, None, server_id=7), blocking=False
+    )
+    stream._connect = _with_info(server, _FileModeInfo, server_id=8)  # type: ignore[method-assign]
+    with pytest.raises(SourceHistoryError, match="server_id 8, not 7"):
+        await stream.start()
+
+
+async def test_a_binlog_that_ends_before_the_position_is_history_going_backwards(binlog: Path) -> None:
+    server = ScriptedServer(binlog, [])
+    stream = BinlogStream(
+        "mysql://u:p@127.0.0.1:1", resume_from=BinlogPosition("binlog.000007", 500, None, server_id=1), blocking=False
+    )
+    stream._connect = _with_info(server, _FileModeInfo, end=("binlog.000001", 900))  # type: ignore[method-assign]
+    with pytest.raises(SourceHistoryError, match="went backwards"):
+        await stream.start()
+
+
+async def test_gtids_beyond_the_server_are_history_going_backwards(binlog: Path) -> None:
+    server = ScriptedServer(binlog, [])
+    last = server.gtid_starts[-1][0]
+    ahead = MariaDBGtidSet.parse(f"{last.domain_id}-{last.server_id}-{last.seq_no + 5}")
+    stream = BinlogStream("mysql://u:p@127.0.0.1:1", gtid_set=ahead, blocking=False)
+    stream._connect = server.connect  # type: ignore[method-assign]
+    with pytest.raises(SourceHistoryError, match="do not include this stream's position"):
+        await stream.start()
+
+
+async def test_gtid_mode_follows_another_server_and_stamps_its_id(binlog: Path, caplog: Any) -> None:
+    """A failover (another server_id, the same GTID history) is followed in GTID mode: the positions name the new
+    server, whose files they are."""
+    server = ScriptedServer(binlog, [])
+    first_gtid = server.gtid_starts[0][0]
+    before = MariaDBGtidSet.parse(f"{first_gtid.domain_id}-{first_gtid.server_id}-{first_gtid.seq_no - 1}")
+    stream = BinlogStream(
+        "mysql://u:p@127.0.0.1:1",
+        resume_from=BinlogPosition("binlog.000099", 1234, before, server_id=3),
+        blocking=False,
+    )
+
+    async def connect() -> FakeConnection:
+        conn = await server.connect()
+        conn.info = type("Info", (_Info,), {"server_id": 1})()  # type: ignore[assignment]
+        return conn
+
+    stream._connect = connect  # type: ignore[method-assign]
+    async with stream:
+        async for _ in stream:
+            pass
+    assert "the source is now the server with server_id 1 (was 3)" in caplog.text
+    assert stream.position.file != "binlog.000099"  # the new server's file (the served file's ROTATE names the next)
+    assert stream.position.file.endswith(".000006")
+    assert stream.position.server_id == 1  # the fake ROTATE names the server streaming
