@@ -396,6 +396,7 @@ class _Run:
         self.database = options.database
         self.target_database = options.target_database or options.database
         self.engine = options.engine
+        self._lease: Any = None
 
     async def _table_info(self, name: str) -> tuple[bool, str | None]:
         from ..replication._target import quote_string
@@ -426,6 +427,16 @@ class _Run:
                 drop = {n: [str(d["snapshot_id"]) for d in unfinished if n in d["tables"]] for n in existing}
             else:
                 drop = await self._leftovers(list(existing), unfinished)
+                # what an unfinished built-in initial load of `replicate` wrote for this replica is a leftover too
+                from ..replication._checkpoint import load_checkpoint
+
+                loading = await load_checkpoint(
+                    self.target, self.replica, meta_database=self.o.meta_database, include_loading=True
+                )
+                if loading is not None and loading.loading is not None:
+                    for name in existing:
+                        if name in loading.loading:
+                            drop.setdefault(name, [])
                 for name in existing:
                     if name not in drop and await self._holds_rows(name):
                         raise SnapshotError(
@@ -437,9 +448,10 @@ class _Run:
                 if drop:
                     logger.warning(
                         "dropping and recreating ClickHouse tables %s: they hold only rows of unfinished snapshot(s) "
-                        "%s of replica %r (killed, failed, or made invalid by a DDL), which has no checkpoint",
+                        "%s (or of an unfinished initial load of `mybinlog replicate`) of replica %r (killed, "
+                        "failed, or made invalid by a DDL), which has no checkpoint",
                         ", ".join(f"{self.target_database}.{n}" for n in sorted(drop)),
-                        ", ".join(sorted({i for ids in drop.values() for i in ids})),
+                        ", ".join(sorted({i for ids in drop.values() for i in ids})) or "-",
                         self.replica,
                     )
         for name, definition in definitions.items():
@@ -572,6 +584,31 @@ class _Run:
         return out
 
     async def run(self) -> SnapshotResult:
+        try:
+            return await self._run()
+        finally:
+            lease, self._lease = self._lease, None
+            if lease is not None:
+                await asyncio.shield(lease.release())
+
+    async def _take_lease(self, kind: str) -> None:
+        """An initial snapshot writes the replica as `replicate` does: it holds the replica's lock on the source
+        (a second initial snapshot, or a replicator, of the same replica refuses to start meanwhile). A backfill runs
+        beside the replicator and takes no lock."""
+        if kind != "initial":
+            return
+        from ..replication._lease import ReplicaLease, ReplicaLockedError, lease_name, target_identity
+
+        lease = ReplicaLease(
+            self.dsn, lease_name(target_identity(self.target), self.o.meta_database, self.replica), replica=self.replica
+        )
+        try:
+            await lease.acquire()
+        except ReplicaLockedError as exc:
+            raise SnapshotError(str(exc)) from exc
+        self._lease = lease
+
+    async def _run(self) -> SnapshotResult:
         from ..replication._checkpoint import Checkpoint, load_checkpoint, save_checkpoint
         from ..replication._ddl import parse_create_table
 
@@ -592,6 +629,7 @@ class _Run:
                         f"snapshot {store.snapshot_id} was an initial load and replica {self.replica!r} has a "
                         "checkpoint now (the snapshot finished, or replication started): nothing to resume"
                     )
+                await self._take_lease(kind)
                 texts: dict[str, str] = dict(doc["tables"])
                 plans = {t: TablePlan.from_json(p) for t, p in doc["plans"].items()}
                 await self._check_schemas(
@@ -618,6 +656,7 @@ class _Run:
                         f"replica {self.replica!r} already has a checkpoint (at {checkpoint.position}): an initial "
                         "load would not be consistent with it; use --mode backfill"
                     )
+                await self._take_lease(kind)
                 snapshot_id = o.snapshot_id or _new_snapshot_id(self.replica)
                 store = StateStore(self.target, o.meta_database, snapshot_id)
                 await store.ensure()

@@ -410,3 +410,72 @@ async def test_new_initial_snapshot_replaces_what_a_killed_one_left(
     report = await _verify(mariadb.repl_dsn, url, db)
     assert report.equal, report.render_text()
     clickhouse_server.execute(f"DROP DATABASE IF EXISTS `{db}`")
+
+
+# --- one writer per replica: the snapshot and replicate share the replica's lock ---------------------------------
+
+
+async def test_a_killed_replicate_load_is_replaced_and_snapshot_and_replicate_exclude_each_other(
+    spark: Any, fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path
+) -> None:
+    """``replicate``'s built-in initial load is SIGKILLed half-way (a fail point): an initial snapshot of the same
+    replica then replaces what it wrote (the checkpoint said it was loading). While that snapshot runs (held
+    half-way), a ``replicate`` of the replica is refused (exit 4: the replica's lock on the source); afterwards it
+    continues from the snapshot's checkpoint, and the replica is equal row by row."""
+    from mybinlog.snapshot import run_snapshot
+    from tests.compare import assert_replica_equal
+    from tests.faults import ReplicateProcess, create_tables, source_dsn, target_for, write
+
+    server = fresh_mariadb
+    server.create_database("lk")
+    create_tables(server, "lk", filler=30_000)
+    url, env = target_for("server", clickhouse_server, tmp_path)
+    args = ("--target-database", "lk_load", "--replica", "lk_load")
+    with ReplicateProcess(
+        source_dsn(server), server.repl_password, url, "lk", *args, env=env, failpoints="load.after_rows=2"
+    ) as rep:
+        assert rep.wait_exit() == -9, rep.tail()
+    (count,) = (await _ch_rows(clickhouse_server.url(), "SELECT count() FROM lk_load.t1"))[0]
+    assert int(count or 0) > 0  # the killed load left rows behind
+    write(server, "lk", 1, 5)
+    hold = tmp_path / "hold"
+    hold.touch()
+    job = asyncio.create_task(
+        run_snapshot(
+            _snapshot_options(
+                source=server.repl_dsn,
+                target=clickhouse_server.url(),
+                database="lk",
+                target_database="lk_load",
+                replica="lk_load",
+                chunk_rows=5_000,
+                batch_rows=1_000,
+                hold=(1, str(hold)),
+                snapshot_id="lk-held",
+            ),
+            spark=spark,
+        )
+    )
+    try:
+        for _ in range(6000):  # until the snapshot is copying (it holds the replica's lock by then)
+            assert not job.done(), job.result()
+            if await _meta_exists(clickhouse_server.url()):
+                rows = await _ch_rows(
+                    clickhouse_server.url(),
+                    "SELECT count() FROM mybinlog_meta.snapshot_chunks "
+                    "WHERE snapshot_id = 'lk-held' AND event = 'rows'",
+                )
+                if int(rows[0][0] or 0) >= 1:
+                    break
+            await asyncio.sleep(0.05)  # polling the job's recorded state
+        with ReplicateProcess(source_dsn(server), server.repl_password, url, "lk", *args, "--once", env=env) as rep:
+            assert await asyncio.to_thread(rep.wait_exit) == 4, rep.tail()
+        assert "is already being written by another mybinlog process" in rep.log
+    finally:
+        hold.unlink()
+        result = await job
+    assert result.checkpoint_saved
+    write(server, "lk", 10, 5)
+    with ReplicateProcess(source_dsn(server), server.repl_password, url, "lk", *args, "--once", env=env) as rep:
+        assert await asyncio.to_thread(rep.wait_exit) == 0, rep.tail()
+    await assert_replica_equal(server, "lk", clickhouse_server.url(), target_database="lk_load")
