@@ -212,3 +212,34 @@ def test_statement_format_and_wrong_password(mariadb_factory: Any, tmp_path: Pat
         assert rep.wait_exit() == 1, rep.tail()
     assert "rejected user 'repl'" in rep.log
     assert "wrong-pw-123" not in rep.log + "".join(rep.out)
+
+
+async def test_a_checkpoint_without_gtids_resumes_by_file_and_offset(
+    fresh_mariadb: MariaDBServer, tmp_path: Path
+) -> None:
+    """A server without GTIDs (MySQL gtid_mode=OFF) gives checkpoints without a GTID set; replicate must resume from
+    their file and offset, not from "now" (it used to skip everything since the checkpoint). MariaDB always has
+    GTIDs, so the checkpoint is rewritten without them."""
+    import dataclasses
+
+    from mybinlog.replication import load_checkpoint, open_target, save_checkpoint
+
+    server = fresh_mariadb
+    server.create_database(DB)
+    create_tables(server, DB, filler=100)
+    url, env = _chdb(tmp_path)
+    with _run(server, url, env, "--once") as rep:
+        assert rep.wait_exit() == 0, rep.tail()
+    target = await open_target(url)
+    try:
+        cp = await load_checkpoint(target, DB)
+        assert cp is not None
+        cp.position = dataclasses.replace(cp.position, gtid_set=None)
+        await save_checkpoint(target, cp)
+    finally:
+        await target.aclose()
+    write(server, DB, 1, 5)
+    with _run(server, url, env, "--once") as rep:
+        assert rep.wait_exit() == 0, rep.tail()
+    assert f"binlog dump from {cp.position.file}:{cp.position.offset}" in rep.log
+    await assert_replica_equal(server, DB, url)
