@@ -248,7 +248,9 @@ class BinlogStream:
         """Refuse to stream from a server whose history does not contain ``resume`` (see the class docstring)."""
         info = conn.info
         where = self.dsn.display
-        expected = self._server_id or resume.server_id
+        # the server whose binlog the position names (a position carries it; after a failover the stream may still
+        # resume from a position of the old server, until a transaction of the new one completes)
+        expected = resume.server_id or self._server_id
         changed = bool(expected) and bool(info.server_id) and info.server_id != expected
         if changed and self._mode == "file":
             raise SourceHistoryError(

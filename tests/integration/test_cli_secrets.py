@@ -251,7 +251,7 @@ def test_missing_password_file_is_a_clear_error(
     missing = str(tmp_path / "no-such.pw")
     args = _replicate_args(mariadb, clickhouse_server, source_table, ch_database, "--once", "--password-file", missing)
     proc = _mybinlog(*args, env=_env(MYBINLOG_PASSWORD=mariadb.repl_password))  # a file given must exist
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # a usage error (docs/replication.md, "Exit codes")
     assert proc.stderr.strip().splitlines()[-1] == (
         f"mybinlog: error: cannot read the password file '{missing}' (--password-file): No such file or directory"
     )

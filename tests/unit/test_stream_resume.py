@@ -279,16 +279,19 @@ async def test_gtids_beyond_the_server_are_history_going_backwards(binlog: Path)
         await stream.start()
 
 
-async def test_gtid_mode_follows_another_server_and_stamps_its_id(binlog: Path, caplog: Any) -> None:
+@pytest.mark.parametrize("cuts", [[], [2, 1, 1]])
+async def test_gtid_mode_follows_another_server_and_stamps_its_id(binlog: Path, caplog: Any, cuts: list[int]) -> None:
     """A failover (another server_id, the same GTID history) is followed in GTID mode: the positions name the new
-    server, whose files they are."""
-    server = ScriptedServer(binlog, [])
+    server, whose files they are. Cut again before a transaction of the new server completed, the stream resumes
+    from a position of the old server once more: its file and offset must not be compared with the new server's."""
+    server = ScriptedServer(binlog, cuts)
     first_gtid = server.gtid_starts[0][0]
     before = MariaDBGtidSet.parse(f"{first_gtid.domain_id}-{first_gtid.server_id}-{first_gtid.seq_no - 1}")
     stream = BinlogStream(
         "mysql://u:p@127.0.0.1:1",
         resume_from=BinlogPosition("binlog.000099", 1234, before, server_id=3),
         blocking=False,
+        reconnect_backoff=(0.0, 0.0),
     )
 
     async def connect() -> FakeConnection:
