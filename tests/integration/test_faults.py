@@ -183,9 +183,8 @@ async def test_rotations_and_clickhouse_restart_mid_stream(
         rep.wait_for(STREAMING)
         writer.start()
         for _ in range(3):
-            start = len(rep.lines)
-            server.flush_binary_logs()
-            rep.wait_for("checkpoint at", start=start)
+            newest = server.flush_binary_logs()
+            rep.wait_for(f"checkpoint at {newest}:")
         clickhouse_server.stop()
         start = len(rep.lines)
         rep.wait_for("ClickHouse failed", start=start)  # the outage was hit while the writer kept writing
@@ -258,18 +257,26 @@ async def test_connections_cut_through_a_proxy(
                 proxy = source_proxy if i % 2 == 0 else target_proxy
                 for _ in range(50):  # between requests an HTTP connection may be closed: cut one that is open
                     rep.wait_for("checkpoint at", start=len(rep.lines))
+                    before = proxy.proxy.connections
+                    mark = len(rep.lines)
                     if proxy.cut() > 0:
                         break
                 else:
                     raise AssertionError(
                         f"no open connection to cut through the {'source' if i % 2 == 0 else 'target'} proxy"
                     )
+                if proxy is source_proxy:
+                    rep.wait_for("reconnected", start=mark)
+                else:
+                    rep.wait_for("checkpoint at", start=len(rep.lines))  # written through a new connection
+                assert proxy.proxy.connections > before
             rep.wait_for("checkpoint at", start=len(rep.lines))
             assert writer.finish() > 0
             rep.wait_caught_up(server)
             assert rep.stop() == 0, rep.tail()
-        assert "reconnected" in rep.log
-        assert "ClickHouse failed" in rep.log
+        assert "reconnected" in rep.log  # the binlog stream came back after its cuts
+        # (ClickHouse connections cut while idle are replaced quietly; cut in a request, they fail it and the
+        # replicator starts again from its checkpoint: both happen, depending on timing)
     finally:
         source_proxy.close()
         target_proxy.close()
