@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from mybinlog._sandbox import MariaDBServer  # noqa: E402
+from mybinlog.testing._mariadb import MariaDBServer  # noqa: E402
 
 MiB = 1 << 20
 

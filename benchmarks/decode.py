@@ -65,10 +65,10 @@ from _common import (
 )
 
 from mybinlog import BinlogStream, RowsEvent, read_binlog_file
-from mybinlog._dsn import DSN
-from mybinlog._protocol._decoder import EventDecoder
-from mybinlog._sandbox import MariaDBServer
-from mybinlog._transport import BinlogConnection
+from mybinlog.protocol._decoder import EventDecoder
+from mybinlog.source._connection import BinlogConnection
+from mybinlog.source._dsn import DSN
+from mybinlog.testing._mariadb import MariaDBServer
 
 # -- workloads ------------------------------------------------------------------------------------------------
 

@@ -35,11 +35,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mybinlog._chserver import ClickHouseServer, find_clickhouse
-from mybinlog._sandbox import MariaDBServer
 from mybinlog.replication import ReplicationSettings, Replicator, open_target
 from mybinlog.replication._ddl import parse_create_table
 from mybinlog.replication._types import make_row_encoder
+from mybinlog.testing._clickhouse import ClickHouseServer, find_clickhouse
+from mybinlog.testing._mariadb import MariaDBServer
 
 DDL = """CREATE TABLE t (
     id BIGINT PRIMARY KEY,

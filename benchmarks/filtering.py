@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pymysql
 from _common import Log, emit, environment, run_children, start_server
 
-from mybinlog._sandbox import MariaDBServer
+from mybinlog.testing._mariadb import MariaDBServer
 
 TABLES = 20
 PICK = 7

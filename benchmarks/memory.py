@@ -64,7 +64,7 @@ import pymysql
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import mybinlog
-from mybinlog._sandbox import MariaDBServer
+from mybinlog.testing._mariadb import MariaDBServer
 
 MiB = 1 << 20
 

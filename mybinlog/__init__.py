@@ -12,39 +12,38 @@ from __future__ import annotations
 
 import typing as _typing
 
-from ._dsn import DSN
-from ._exceptions import (
+from .errors import (
     AuthenticationError,
+    BinlogClosedError,
+    BinlogDetachedError,
     BinlogPurgedError,
+    BinlogStoppedError,
     ChecksumError,
     ConfigurationError,
+    DdlApplyError,
+    DdlParseError,
     DecodeError,
     GtidSetError,
     MybinlogError,
     NotABinlogError,
     PreconditionError,
+    ReplicaLockedError,
+    ReplicationError,
+    SnapshotError,
     SourceConnectionError,
     SourceError,
     SourceHistoryError,
+    StatusReadError,
+    TargetConnectionError,
+    TargetError,
+    TargetUnavailableError,
     TruncatedError,
+    TypeMappingError,
     UnknownEventError,
 )
-from ._files import iter_binlog_events, read_binlog_file
-from ._gtid import (
-    Gtid,
-    GtidSet,
-    MariaDBGtid,
-    MariaDBGtidSet,
-    MySQLGtid,
-    MySQLGtidSet,
-    can_attach,
-    is_new,
-    parse_gtid_set,
-)
-from ._position import BinlogPosition
-from ._protocol._constants import ColumnType, EventType
-from ._protocol._decoder import EventDecoder
-from ._protocol._events import (
+from .protocol._constants import ColumnType, EventType
+from .protocol._decoder import EventDecoder
+from .protocol._events import (
     MISSING,
     AnnotateRowsEvent,
     BinlogCheckpointEvent,
@@ -74,20 +73,30 @@ from ._protocol._events import (
     XaPrepareEvent,
     XidEvent,
 )
-from ._protocol._jsonb import JsonDiff, JsonOpaque, apply_json_diffs
-from ._protocol._table import ColumnInfo, TableMap
+from .protocol._gtid import (
+    Gtid,
+    GtidSet,
+    MariaDBGtid,
+    MariaDBGtidSet,
+    MySQLGtid,
+    MySQLGtidSet,
+    can_attach,
+    is_new,
+    parse_gtid_set,
+)
+from .protocol._jsonb import JsonDiff, JsonOpaque, apply_json_diffs
+from .protocol._position import BinlogPosition
+from .protocol._table import ColumnInfo, TableMap
+from .source._dsn import DSN
+from .source._files import iter_binlog_events, read_binlog_file
 
 if _typing.TYPE_CHECKING:  # imported on first use (below): `mybinlog dump` and file readers start faster without them
-    from ._sharing import (
+    from .sharing._sharing import (
         Binlog,
         BinlogClient,
         BinlogClientFactory,
-        BinlogClosedError,
-        BinlogDetachedError,
         BinlogEventsDispatcher,
         BinlogStatus,
-        BinlogStoppedError,
-        StatusReadError,
         StatusServer,
         get_binlog_client,
         get_binlog_client_factory,
@@ -95,28 +104,24 @@ if _typing.TYPE_CHECKING:  # imported on first use (below): `mybinlog dump` and 
         serve_status,
         status_document,
     )
-    from ._stream import BinlogStream
-    from ._transport import ServerInfo
+    from .source._connection import ServerInfo
+    from .source._stream import BinlogStream
 
 # name -> module, for the names imported on first use (the asyncio connection and sharing layers)
 _LAZY = {
-    "Binlog": "._sharing",
-    "BinlogClient": "._sharing",
-    "BinlogClientFactory": "._sharing",
-    "BinlogClosedError": "._sharing",
-    "BinlogDetachedError": "._sharing",
-    "BinlogEventsDispatcher": "._sharing",
-    "BinlogStatus": "._sharing",
-    "BinlogStoppedError": "._sharing",
-    "StatusReadError": "._sharing",
-    "StatusServer": "._sharing",
-    "get_binlog_client": "._sharing",
-    "get_binlog_client_factory": "._sharing",
-    "read_status": "._sharing",
-    "serve_status": "._sharing",
-    "status_document": "._sharing",
-    "BinlogStream": "._stream",
-    "ServerInfo": "._transport",
+    "Binlog": ".sharing._sharing",
+    "BinlogClient": ".sharing._sharing",
+    "BinlogClientFactory": ".sharing._sharing",
+    "BinlogEventsDispatcher": ".sharing._sharing",
+    "BinlogStatus": ".sharing._sharing",
+    "StatusServer": ".sharing._sharing",
+    "get_binlog_client": ".sharing._sharing",
+    "get_binlog_client_factory": ".sharing._sharing",
+    "read_status": ".sharing._sharing",
+    "serve_status": ".sharing._sharing",
+    "status_document": ".sharing._sharing",
+    "BinlogStream": ".source._stream",
+    "ServerInfo": ".source._connection",
 }
 
 
@@ -150,7 +155,6 @@ __all__ = [
     "get_binlog_client",
     "get_binlog_client_factory",
     "StatusServer",
-    "StatusReadError",
     "serve_status",
     "read_status",
     "status_document",
@@ -223,4 +227,14 @@ __all__ = [
     "BinlogDetachedError",
     "BinlogStoppedError",
     "BinlogClosedError",
+    "StatusReadError",
+    "TargetError",
+    "TargetConnectionError",
+    "TypeMappingError",
+    "DdlParseError",
+    "DdlApplyError",
+    "ReplicationError",
+    "TargetUnavailableError",
+    "ReplicaLockedError",
+    "SnapshotError",
 ]

@@ -10,7 +10,7 @@ Fixtures
                                ``log_bin=None``...)
 ``fresh_mariadb`` (function)   ``mariadb_factory()`` with the default options, for tests that restart/kill
 ``corpus_dir`` (session)       Path of the binlog corpus
-``clickhouse_server`` (session) a private clickhouse-server 18.16 (:class:`mybinlog._chserver.ClickHouseServer`):
+``clickhouse_server`` (session) a private clickhouse-server 18.16 (:class:`mybinlog.testing.ClickHouseServer`):
                                ``.http_url`` (no credentials), ``.url()`` (user ``default`` with a password),
                                ``.execute(sql)`` (synchronous, for setup)
 ``ch_http`` (function)         an open HTTP :class:`~mybinlog.replication._target.Target` on ``clickhouse_server``
@@ -37,7 +37,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from mybinlog._chserver import ClickHouseServer, find_clickhouse
+from mybinlog.testing._clickhouse import ClickHouseServer, find_clickhouse
 from tests import corpus
 from tests.servers import MariaDBServer, find_mariadb
 

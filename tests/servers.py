@@ -1,7 +1,7 @@
-"""Private MariaDB servers for tests: the implementation lives in :mod:`mybinlog._sandbox` (shared with
+"""Private MariaDB servers for tests: the implementation lives in :mod:`mybinlog.testing._mariadb` (shared with
 ``mybinlog demo``)."""
 
-from mybinlog._sandbox import (
+from mybinlog.testing._mariadb import (
     ADMIN_PASSWORD,
     ADMIN_USER,
     DEFAULT_OPTIONS,

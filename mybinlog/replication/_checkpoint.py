@@ -24,8 +24,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._gtid import parse_gtid_set
-from .._position import BinlogPosition
+from ..protocol._gtid import parse_gtid_set
+from ..protocol._position import BinlogPosition
 from ._target import TargetError, quote_ident, quote_string
 
 if TYPE_CHECKING:

@@ -49,7 +49,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from .._exceptions import MybinlogError
+from ..errors import DdlApplyError, DdlParseError
 
 __all__ = [
     "SQL_MODE_ANSI_QUOTES",
@@ -104,22 +104,6 @@ SQL_MODE_NO_BACKSLASH_ESCAPES = 1 << 20
 
 # --------------------------------------------------------------------------------------------------------------
 # errors
-
-
-class DdlParseError(MybinlogError):
-    """A statement that cannot be parsed. ``statement`` is the text (truncated to ~200 characters),
-    ``position`` the character offset of the offending token (``None`` when unknown)."""
-
-    def __init__(self, message: str, statement: str, position: int | None = None) -> None:
-        self.message = message
-        self.statement = statement if len(statement) <= 200 else statement[:197] + "..."
-        self.position = position
-        where = f" at position {position}" if position is not None else ""
-        super().__init__(f"{message}{where} in statement: {self.statement}")
-
-
-class DdlApplyError(MybinlogError):
-    """An ALTER action that does not fit the table (unknown or duplicate column, an unsupported action)."""
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -19,17 +19,13 @@ import random
 import time
 from typing import Any
 
-from .._dsn import DSN
-from .._exceptions import MybinlogError, SourceConnectionError
+from ..errors import MybinlogError, ReplicaLockedError, SourceConnectionError
+from ..source._dsn import DSN
 from ._source import SourceConnection
 
 __all__ = ["ReplicaLease", "ReplicaLockedError", "lease_name"]
 
 logger = logging.getLogger("mybinlog.replication")
-
-
-class ReplicaLockedError(MybinlogError):
-    """Another process writes this replica (it holds the replica's lock on the source), or took it over."""
 
 
 def lease_name(target_identity: str, meta_database: str, replica: str) -> str:

@@ -29,10 +29,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import _failpoints
-from .._dsn import DSN
-from .._exceptions import ConfigurationError, MybinlogError, SourceError
-from .._position import BinlogPosition
-from .._protocol._events import (
+from ..errors import ConfigurationError, MybinlogError, ReplicationError, SourceError, TargetUnavailableError
+from ..protocol._events import (
     DeleteRowsEvent,
     Event,
     QueryEvent,
@@ -40,7 +38,9 @@ from .._protocol._events import (
     UpdateRowsEvent,
     WriteRowsEvent,
 )
-from .._sharing import Binlog, BinlogClient, BinlogDetachedError, get_binlog_client
+from ..protocol._position import BinlogPosition
+from ..sharing._sharing import Binlog, BinlogClient, BinlogDetachedError, get_binlog_client
+from ..source._dsn import DSN
 from . import _chschema, _ddl, _types
 from ._checkpoint import DEFAULT_META_DATABASE, Checkpoint, load_checkpoint, save_checkpoint
 from ._lease import ReplicaLease, ReplicaLockedError, lease_name, target_identity
@@ -63,16 +63,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("mybinlog.replication")
-
-
-class ReplicationError(MybinlogError):
-    """Replication of a table or a replica cannot go on (the message names the statement or value and the fix)."""
-
-
-class TargetUnavailableError(ReplicationError):
-    """ClickHouse kept failing for longer than ``target_retry_seconds``; nothing was lost: run again to resume."""
-
-    retriable = True
 
 
 @dataclass

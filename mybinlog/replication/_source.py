@@ -7,10 +7,10 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from .._dsn import DSN
-from .._gtid import parse_gtid_set
-from .._position import BinlogPosition
-from .._transport import BinlogConnection
+from ..protocol._gtid import parse_gtid_set
+from ..protocol._position import BinlogPosition
+from ..source._connection import BinlogConnection
+from ..source._dsn import DSN
 
 __all__ = ["SourceConnection", "quote_mysql_ident", "select_scope"]
 

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-from .._exceptions import ConfigurationError, MybinlogError
+from ..errors import ConfigurationError, MybinlogError, TargetConnectionError, TargetError
 
 __all__ = [
     "Capabilities",
@@ -70,50 +70,10 @@ _T = TypeVar("_T")
 #: Environment variable with the ClickHouse password, used when the URL has none.
 PASSWORD_ENV = "MYBINLOG_CH_PASSWORD"
 
-_SQL_IN_ERRORS = 300  # characters of SQL quoted in an error message
 _PARSE_IN_THREAD = 256 * 1024  # HTTP results larger than this are parsed in a worker thread
 
 
 # --- errors ------------------------------------------------------------------------------------------------------
-
-
-class TargetError(MybinlogError):
-    """ClickHouse rejected a statement, or talking to it failed.
-
-    ``code`` is ClickHouse's error code when the server gave one (60 = unknown table, 81 = unknown database,
-    193 = wrong password, ...); ``sql`` is the statement (truncated, without inserted data).
-    """
-
-    def __init__(self, message: str, *, sql: str | None = None, code: int | None = None) -> None:
-        self.message = message
-        self.code = code
-        self.sql = _truncate(sql) if sql is not None else None
-        super().__init__(message)
-
-    def __str__(self) -> str:
-        text = self.message
-        if self.code is not None:
-            text += f" [ClickHouse error {self.code}]"
-        if self.sql is not None:
-            text += f" (SQL: {self.sql})"
-        return text
-
-
-class TargetConnectionError(TargetError):
-    """The ClickHouse server cannot be reached, or the connection broke. Trying again may succeed.
-
-    An INSERT interrupted this way may or may not have been written: retry it with the same deduplication token
-    (see :meth:`Target.insert_tsv`) where the server supports one.
-    """
-
-    retriable = True
-
-
-def _truncate(sql: str) -> str:
-    sql = sql.strip()
-    if len(sql) <= _SQL_IN_ERRORS:
-        return sql
-    return sql[:_SQL_IN_ERRORS] + f"... ({len(sql)} characters)"
 
 
 _CODE_RE = re.compile(r"Code: (\d+)")

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from .._exceptions import MybinlogError
+from ..errors import TypeMappingError
 
 if TYPE_CHECKING:
     from ._ddl import ColumnDef
@@ -52,10 +52,6 @@ NULL_FIELD = "\\N"
 
 Encoder = Callable[[Any], str]
 Canonical = Callable[[Any], "str | None"]
-
-
-class TypeMappingError(MybinlogError):
-    """A MySQL column type that mybinlog cannot map to ClickHouse (the message names the column and type)."""
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -808,7 +804,7 @@ def _set_encoder(spec: _Spec) -> Encoder:
 
 
 def _json_encoder(spec: _Spec, parsed_json: bool) -> Encoder:
-    from .._protocol._jsonb import render_json_mysql_text
+    from ..protocol._jsonb import render_json_mysql_text
 
     esc = _escape
 

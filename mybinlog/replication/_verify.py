@@ -44,9 +44,9 @@ from collections.abc import AsyncIterator, Callable, Collection, Iterable, Seque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from .. import _cli_common
-from .._dsn import DSN
-from .._exceptions import ConfigurationError, MybinlogError
+from ..cli import _common as _cli_common
+from ..errors import ConfigurationError, MybinlogError
+from ..source._dsn import DSN
 
 if TYPE_CHECKING:
     from ._ddl import ColumnDef, TableDef
@@ -1015,7 +1015,7 @@ class _Feed:
 
 
 def _is_source_error(exc: BaseException) -> bool:
-    from .._exceptions import SourceError
+    from ..errors import SourceError
 
     return isinstance(exc, SourceError)
 
@@ -1111,7 +1111,7 @@ async def verify(
 async def _verify_database(
     verifier: _Verifier, report: VerifyReport, database: str, listed: list[str] | None, replica_db: str
 ) -> None:
-    from .._exceptions import SourceError
+    from ..errors import SourceError
 
     try:
         source_tables = await verifier.source.tables(database)
@@ -1169,7 +1169,7 @@ def _mysql_ident(name: str) -> str:
 
 
 async def _connect_source(dsn: DSN) -> SourceConnection:
-    from .._transport import BinlogConnection
+    from ..source._connection import BinlogConnection
     from ._source import SourceConnection
 
     conn = await BinlogConnection.connect(dsn, heartbeat_period=0, check_preconditions=False)

@@ -29,8 +29,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from .._exceptions import ConfigurationError
-from .._position import BinlogPosition
+from ..errors import ConfigurationError
+from ..protocol._position import BinlogPosition
 
 __all__ = ["binlog_file_number", "snapshot_version", "transaction_version", "version_file", "version_position"]
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._exceptions import ConfigurationError
+from ..errors import ConfigurationError
 
 __all__ = [
     "DENSE_THRESHOLD",

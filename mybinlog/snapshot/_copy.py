@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._dsn import DSN
-from .._position import BinlogPosition
+from ..protocol._position import BinlogPosition
 from ..replication._version import snapshot_version
+from ..source._dsn import DSN
 from ._chunks import Chunk, chunk_predicate, quote_mysql_ident
 from ._source import Watermark, connect_source, open_chunk_snapshot, stream_query
 

@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from .._dsn import DSN
-from .._exceptions import ConfigurationError, MybinlogError
-from .._position import BinlogPosition
+from ..errors import ConfigurationError, MybinlogError, SnapshotError
+from ..protocol._position import BinlogPosition
+from ..source._dsn import DSN
 from ._chunks import Chunk, TablePlan, balance, quote_mysql_ident
 from ._copy import ChunkResult, CopyJob, CopyTable, copy_partition, meta_columns, parse_spool_name
 from ._plan import choose_key, key_range_filter, plan_table
@@ -64,10 +64,6 @@ __all__ = [
 logger = logging.getLogger("mybinlog.snapshot")
 
 KINDS = ("auto", "initial", "backfill")
-
-
-class SnapshotError(MybinlogError):
-    """The snapshot cannot go on or did not finish (the message says why and how to resume)."""
 
 
 @dataclass(frozen=True, kw_only=True)

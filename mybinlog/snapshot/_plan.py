@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._exceptions import ConfigurationError
+from ..errors import ConfigurationError
 from ._chunks import (
     INTEGER_TYPES,
     ORDERED_TYPES,

@@ -22,11 +22,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._dsn import DSN
-from .._exceptions import MybinlogError, PreconditionError, SourceError
-from .._gtid import parse_gtid_set
-from .._position import BinlogPosition
+from ..errors import MybinlogError, PreconditionError, SourceError
+from ..protocol._gtid import parse_gtid_set
+from ..protocol._position import BinlogPosition
 from ..replication._version import binlog_file_number
+from ..source._dsn import DSN
 from ._chunks import quote_mysql_ident
 
 if TYPE_CHECKING:

@@ -14,6 +14,6 @@ import sys
 if __name__ == "__main__":
     # this directory is sys.path[0] when run as a script: drop it so its modules cannot shadow top-level ones
     sys.path = [p for p in sys.path if not p.rstrip("/").endswith("mybinlog/snapshot")]
-    from mybinlog.snapshot._cli import main
+    from mybinlog.cli._snapshot import main
 
     sys.exit(main())

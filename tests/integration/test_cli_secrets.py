@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from mybinlog._chserver import ClickHouseServer
 from mybinlog.replication._target import quote_ident
+from mybinlog.testing._clickhouse import ClickHouseServer
 from tests.servers import MariaDBServer
 
 pytestmark = pytest.mark.integration

@@ -180,7 +180,7 @@ async def test_source_down_longer_than_the_budget_then_resume(fresh_mariadb: Mar
 async def test_clickhouse_down_longer_than_the_budget_then_resume(fresh_mariadb: MariaDBServer, tmp_path: Path) -> None:
     """A private ClickHouse server stopped for longer than --target-retry-seconds while changes arrive: exit 75, and
     a later run resumes exactly."""
-    from mybinlog._chserver import ClickHouseServer
+    from mybinlog.testing._clickhouse import ClickHouseServer
 
     server = fresh_mariadb
     server.create_database(DB)

@@ -28,11 +28,8 @@ from typing import Any
 
 import pytest
 
-from mybinlog._files import read_binlog_file
-from mybinlog._gtid import MariaDBGtidSet
-from mybinlog._position import BinlogPosition
-from mybinlog._protocol._constants import LOG_EVENT_ARTIFICIAL_F
-from mybinlog._protocol._events import (
+from mybinlog.protocol._constants import LOG_EVENT_ARTIFICIAL_F
+from mybinlog.protocol._events import (
     AnnotateRowsEvent,
     BinlogCheckpointEvent,
     Event,
@@ -44,7 +41,10 @@ from mybinlog._protocol._events import (
     TableMapEvent,
     XidEvent,
 )
-from mybinlog._stream import BinlogStream
+from mybinlog.protocol._gtid import MariaDBGtidSet
+from mybinlog.protocol._position import BinlogPosition
+from mybinlog.source._files import read_binlog_file
+from mybinlog.source._stream import BinlogStream
 from tests.servers import MariaDBServer
 from tests.workload import RowChange, Workload, WorkloadResult, normalize, parse_type
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from mybinlog._exceptions import ConfigurationError
-from mybinlog._sharing import BinlogClient
+from mybinlog.errors import ConfigurationError
 from mybinlog.replication import ReplicationSettings, Replicator, Target, load_checkpoint
 from mybinlog.replication._chschema import alive_predicate
 from mybinlog.replication._target import quote_ident
 from mybinlog.replication._verify import verify
+from mybinlog.sharing._sharing import BinlogClient
 from tests.servers import MariaDBServer
 from tests.workload import Workload
 

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from mybinlog._sandbox import MariaDBServer
+from mybinlog.testing._mariadb import MariaDBServer
 from tests.unit.test_sharing import COLUMNS
 
 SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "sharing_check.py"

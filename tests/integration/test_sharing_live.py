@@ -25,9 +25,9 @@ from mybinlog import (
     RowsEvent,
     XidEvent,
 )
-from mybinlog._cli_status import register
-from mybinlog._sandbox import MariaDBServer
-from mybinlog._sharing import Binlog, BinlogClient, BinlogClientFactory, BinlogDetachedError, EventSource
+from mybinlog.cli._status import register
+from mybinlog.sharing._sharing import Binlog, BinlogClient, BinlogClientFactory, BinlogDetachedError, EventSource
+from mybinlog.testing._mariadb import MariaDBServer
 
 COLUMNS_COUNT = 19
 

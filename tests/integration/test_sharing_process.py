@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from mybinlog import BinlogStream, GtidEvent, MariadbGtidEvent, MariaDBGtidSet, QueryEvent, RowsEvent
-from mybinlog._cli_status import server_facts
-from mybinlog._dsn import DSN
-from mybinlog._sandbox import MariaDBServer
-from mybinlog._sharing import StatusReadError, read_status
+from mybinlog.cli._status import server_facts
+from mybinlog.sharing._sharing import StatusReadError, read_status
+from mybinlog.source._dsn import DSN
+from mybinlog.testing._mariadb import MariaDBServer
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "examples" / "checkpointed_consumers.py"

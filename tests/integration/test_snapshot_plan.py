@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 async def _plan(
     server: MariaDBServer, db: str, table: str, chunk_rows: int, key_range: tuple[str | None, str | None] | None = None
 ) -> tuple[TablePlan, CopyTable, Any]:
-    from mybinlog._dsn import DSN
+    from mybinlog.source._dsn import DSN
 
     src = await connect_source(DSN.parse(server.repl_dsn))
     try:

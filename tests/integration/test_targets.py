@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from mybinlog import ConfigurationError
-from mybinlog._chserver import CH_PASSWORD, ClickHouseServer
 from mybinlog.replication._target import (
     Capabilities,
     ChdbTarget,
@@ -25,6 +24,7 @@ from mybinlog.replication._target import (
     tsv_escape,
     tsv_escape_bytes,
 )
+from mybinlog.testing._clickhouse import CH_PASSWORD, ClickHouseServer
 
 pytestmark = pytest.mark.integration  # also for tests that get their target through the parametrized fixture
 

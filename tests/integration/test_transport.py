@@ -20,8 +20,7 @@ from typing import Any
 
 import pytest
 
-from mybinlog._dsn import DSN
-from mybinlog._exceptions import (
+from mybinlog.errors import (
     AuthenticationError,
     BinlogPurgedError,
     ConfigurationError,
@@ -29,8 +28,8 @@ from mybinlog._exceptions import (
     SourceConnectionError,
     SourceError,
 )
-from mybinlog._gtid import MariaDBGtidSet, MySQLGtidSet
-from mybinlog._transport import (
+from mybinlog.protocol._gtid import MariaDBGtidSet, MySQLGtidSet
+from mybinlog.source._connection import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_THROUGH_GTID,
     SERVER_ID_RANGE,
@@ -42,6 +41,7 @@ from mybinlog._transport import (
     parse_error_packet,
     translate_server_error,
 )
+from mybinlog.source._dsn import DSN
 from tests.conftest import skip_or_fail
 from tests.servers import MariaDBServer
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from mybinlog._chserver import CH_PASSWORD, ClickHouseServer
 from mybinlog.replication._chschema import create_table_sql, meta_columns
 from mybinlog.replication._ddl import parse_create_table
 from mybinlog.replication._target import Target, quote_table
@@ -27,6 +26,7 @@ from mybinlog.replication._verify import (
     run_verify,
     verify,
 )
+from mybinlog.testing._clickhouse import CH_PASSWORD, ClickHouseServer
 from tests.servers import MariaDBServer
 from tests.workload import Workload
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from asyncmy import connection as _asyncmy_connection
 
-from mybinlog import _asyncmy_compat as compat
-from mybinlog._exceptions import ConfigurationError
+from mybinlog.errors import ConfigurationError
+from mybinlog.source import _asyncmy as compat
 
 MAX = compat.MAX_PACKET_PAYLOAD
 asyncmy_connection: Any = _asyncmy_connection  # private attributes are not in asyncmy's stubs

@@ -1,4 +1,4 @@
-"""Where the commands take passwords from (mybinlog._cli_common): precedence, conflicts, password files."""
+"""Where the commands take passwords from (mybinlog.cli._common): precedence, conflicts, password files."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import pytest
 
-from mybinlog import _cli_common as common
-from mybinlog._cli_common import (
+from mybinlog.cli import _common as common
+from mybinlog.cli._common import (
     read_password_file,
     resolve_source_password,
     resolve_target_url,
     source_dsn,
     target_url,
 )
-from mybinlog._dsn import DSN
-from mybinlog._exceptions import ConfigurationError
+from mybinlog.errors import ConfigurationError
+from mybinlog.source._dsn import DSN
 
 SECRET = "s3cr&t:p@ss/wörd #1"
 ENV_VARS = (common.PASSWORD_ENV, common.PASSWORD_FILE_ENV, common.CH_PASSWORD_ENV, common.CH_PASSWORD_FILE_ENV)
@@ -152,7 +152,7 @@ def test_password_in_url_and_file_is_an_error(tmp_path: Path) -> None:
 
 
 def test_source_dsn_from_parsed_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mybinlog.cli import _build_parser
+    from mybinlog.cli._main import _build_parser
 
     path = _file(tmp_path, SECRET + "\n")
     args = _build_parser().parse_args(
@@ -180,7 +180,7 @@ def test_source_dsn_from_parsed_arguments(tmp_path: Path, monkeypatch: pytest.Mo
     ],
 )
 def test_every_connecting_command_takes_password_files(argv: list[str]) -> None:
-    from mybinlog.cli import _build_parser
+    from mybinlog.cli._main import _build_parser
 
     args = _build_parser().parse_args([*argv, "--password-file", "/p"])
     assert args.password_file == "/p"
@@ -260,7 +260,7 @@ def test_chdb_target_has_no_password(tmp_path: Path) -> None:
 
 
 def test_target_url_from_parsed_arguments(tmp_path: Path) -> None:
-    from mybinlog.cli import _build_parser
+    from mybinlog.cli._main import _build_parser
 
     path = _file(tmp_path, "ch-pw\n")
     args = _build_parser().parse_args(
@@ -270,7 +270,7 @@ def test_target_url_from_parsed_arguments(tmp_path: Path) -> None:
 
 
 def test_snapshot_options_take_both_password_files(tmp_path: Path) -> None:
-    from mybinlog.snapshot._cli import add_arguments, options_from_args
+    from mybinlog.cli._snapshot import add_arguments, options_from_args
     from mybinlog.snapshot._job import SnapshotOptions
 
     parser = argparse.ArgumentParser()

@@ -20,17 +20,17 @@ from typing import Any
 
 import pytest
 
-from mybinlog._exceptions import ChecksumError, DecodeError, NotABinlogError, TruncatedError
-from mybinlog._files import read_binlog_file
-from mybinlog._format import event_to_json
-from mybinlog._protocol._constants import EventType
-from mybinlog._protocol._events import (
+from mybinlog.errors import ChecksumError, DecodeError, NotABinlogError, TruncatedError
+from mybinlog.protocol._constants import EventType
+from mybinlog.protocol._events import (
     Event,
     FormatDescriptionEvent,
     QueryEvent,
     RowsEvent,
     TransactionPayloadEvent,
 )
+from mybinlog.protocol._format import event_to_json
+from mybinlog.source._files import read_binlog_file
 from tests.corpus import binlog_files
 from tests.unit.test_event_vectors import type_code_of
 

@@ -11,10 +11,10 @@ import struct
 
 import pytest
 
-from mybinlog._exceptions import ChecksumError, DecodeError, TruncatedError, UnknownEventError
-from mybinlog._protocol._constants import ColumnType, EventType
-from mybinlog._protocol._decoder import EventDecoder
-from mybinlog._protocol._events import (
+from mybinlog.errors import ChecksumError, DecodeError, TruncatedError, UnknownEventError
+from mybinlog.protocol._constants import ColumnType, EventType
+from mybinlog.protocol._decoder import EventDecoder
+from mybinlog.protocol._events import (
     MISSING,
     MariadbGtidListEvent,
     OtherEvent,

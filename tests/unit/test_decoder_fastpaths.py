@@ -24,14 +24,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mybinlog._exceptions import DecodeError
-from mybinlog._format import _json_default, event_to_json
-from mybinlog._protocol import _values
-from mybinlog._protocol._constants import ColumnType, EventType
-from mybinlog._protocol._decoder import EventDecoder
-from mybinlog._protocol._events import MISSING, Event, RowsEvent, TableMapEvent
-from mybinlog._protocol._jsonb import JsonDiff, JsonOpaque
-from mybinlog._protocol._table import _MARIADB_NUMERIC
+from mybinlog.errors import DecodeError
+from mybinlog.protocol import _values
+from mybinlog.protocol._constants import ColumnType, EventType
+from mybinlog.protocol._decoder import EventDecoder
+from mybinlog.protocol._events import MISSING, Event, RowsEvent, TableMapEvent
+from mybinlog.protocol._format import _json_default, event_to_json
+from mybinlog.protocol._jsonb import JsonDiff, JsonOpaque
+from mybinlog.protocol._table import _MARIADB_NUMERIC
 from tests.corpus import binlog_files
 from tests.unit.test_decoder import mariadb_decoder, mysql_decoder, optional, rows_body
 from tests.unit.test_event_vectors import _packed, event, table_map_body
@@ -349,7 +349,7 @@ def test_decode_error_without_a_table_has_none() -> None:
 
 def _documented(event: Event) -> str:
     """The JSON object of docs/dump-format.md built as a dict and encoded by json.dumps."""
-    from mybinlog._format import event_fields
+    from mybinlog.protocol._format import event_fields
 
     d: dict[str, Any] = {
         "type": event.type_name, "type_code": event.type_code, "file": event.file, "offset": event.offset,
@@ -364,7 +364,7 @@ def _documented(event: Event) -> str:
 
 @pytest.mark.parametrize("path", [p for p in CORPUS_FILES if p.stat().st_size < 3_000_000], ids=lambda p: p.name)
 def test_json_lines_text_equals_json_dumps(path: Path) -> None:
-    from mybinlog._files import read_binlog_file
+    from mybinlog.source._files import read_binlog_file
 
     n = 0
     broken = False
@@ -393,7 +393,7 @@ _ODD_VALUES: list[Any] = [
 @pytest.mark.parametrize("type_code", sorted({1, 2, 3, 4, 5, 7, 8, 9, 10, 12, 13, 15, 16, 17, 18, 245, 246, 247,
                                                248, 252, 253, 254, 255}))
 def test_json_row_formatter_handles_any_value_in_any_column(type_code: int) -> None:
-    from mybinlog._format import _row, _row_formatter
+    from mybinlog.protocol._format import _row, _row_formatter
 
     fmt = _row_formatter((type_code,) * len(_ODD_VALUES))
     row = tuple(_ODD_VALUES)

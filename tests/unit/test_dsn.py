@@ -7,8 +7,8 @@ import ssl
 
 import pytest
 
-from mybinlog._dsn import DSN
-from mybinlog._exceptions import ConfigurationError
+from mybinlog.errors import ConfigurationError
+from mybinlog.source._dsn import DSN
 
 SECRET = "s3cr&t:p@ss/wörd"
 SECRET_URL = "s3cr%26t%3Ap%40ss%2Fw%C3%B6rd"

@@ -34,12 +34,10 @@ from typing import Any
 
 import pytest
 
-from mybinlog._exceptions import DecodeError
-from mybinlog._files import read_binlog_file
-from mybinlog._format import event_to_json, format_time
-from mybinlog._protocol._constants import ColumnType, EventType
-from mybinlog._protocol._decoder import EventDecoder
-from mybinlog._protocol._events import (
+from mybinlog.errors import DecodeError
+from mybinlog.protocol._constants import ColumnType, EventType
+from mybinlog.protocol._decoder import EventDecoder
+from mybinlog.protocol._events import (
     Event,
     FormatDescriptionEvent,
     GtidEvent,
@@ -52,8 +50,10 @@ from mybinlog._protocol._events import (
     TransactionPayloadEvent,
     UpdateRowsEvent,
 )
-from mybinlog._protocol._jsonb import JsonOpaque
-from mybinlog._protocol._table import ColumnInfo, TableMap
+from mybinlog.protocol._format import event_to_json, format_time
+from mybinlog.protocol._jsonb import JsonOpaque
+from mybinlog.protocol._table import ColumnInfo, TableMap
+from mybinlog.source._files import read_binlog_file
 from tests.corpus import load_vectors
 
 EVENT_KINDS = frozenset(

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mybinlog._exceptions import GtidSetError
-from mybinlog._gtid import (
+from mybinlog.errors import GtidSetError
+from mybinlog.protocol._gtid import (
     GTID_LIST_FLAG_IGN_GTIDS,
     GTID_LIST_FLAG_UNTIL_REACHED,
     MAX_GNO,

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from mybinlog._exceptions import GtidSetError
-from mybinlog._gtid import MariaDBGtid, MariaDBGtidSet, MySQLGtid, MySQLGtidSet
+from mybinlog.errors import GtidSetError
+from mybinlog.protocol._gtid import MariaDBGtid, MariaDBGtidSet, MySQLGtid, MySQLGtidSet
 from tests import corpus
 
 Record = dict[str, Any]

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mybinlog._exceptions import DecodeError
-from mybinlog._protocol._jsonb import (
+from mybinlog.errors import DecodeError
+from mybinlog.protocol._jsonb import (
     MAX_DEPTH,
     JsonDiff,
     JsonOpaque,

@@ -19,15 +19,15 @@ from typing import Any
 import pytest
 
 from mybinlog import BinlogPosition, MariaDBGtidSet
-from mybinlog._gtid import MariaDBGtid
-from mybinlog._position import PositionTracker
-from mybinlog._protocol._events import (
+from mybinlog.protocol._events import (
     FormatDescriptionEvent,
     MariadbGtidEvent,
     RotateEvent,
     StopEvent,
     XidEvent,
 )
+from mybinlog.protocol._gtid import MariaDBGtid
+from mybinlog.protocol._position import PositionTracker
 from mybinlog.replication._source import select_scope
 from mybinlog.replication._version import transaction_version, version_file
 

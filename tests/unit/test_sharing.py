@@ -35,17 +35,17 @@ from mybinlog import (
     XidEvent,
     read_binlog_file,
 )
-from mybinlog._gtid import GtidSet
-from mybinlog._position import PositionTracker
-from mybinlog._protocol._events import (
+from mybinlog.protocol._events import (
     BinlogCheckpointEvent,
     FormatDescriptionEvent,
     HeartbeatEvent,
     IntvarEvent,
     MariadbGtidListEvent,
 )
-from mybinlog._protocol._table import TableMap
-from mybinlog._sharing import (
+from mybinlog.protocol._gtid import GtidSet
+from mybinlog.protocol._position import PositionTracker
+from mybinlog.protocol._table import TableMap
+from mybinlog.sharing._sharing import (
     Binlog,
     BinlogClient,
     BinlogClientFactory,
@@ -723,7 +723,7 @@ async def test_dispatcher_decode_error_with_table_reaches_only_that_tables_consu
     disp = t1.dispatcher
     assert disp is not None
     error = DecodeError("TABLE_MAP of `db`.`t1` is malformed", schema="db", table="t1")
-    from mybinlog._sharing import _ERROR, _Item
+    from mybinlog.sharing._sharing import _ERROR, _Item
 
     disp._buffer.append(_Item(None, _ERROR, None, False, error=error, table=("db", "t1")))
     disp._wake.set()

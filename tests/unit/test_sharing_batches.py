@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from mybinlog import Event, MariaDBGtid, RowsEvent, XidEvent, _sharing
-from mybinlog._sharing import Binlog, _Batch
+from mybinlog import Event, MariaDBGtid, RowsEvent, XidEvent
+from mybinlog.sharing import _sharing
+from mybinlog.sharing._sharing import Binlog, _Batch
 from tests.unit.test_sharing import FakeLog, gtid_of, make_client, read_txns, seqs, wait_until
 
 

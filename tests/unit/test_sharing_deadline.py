@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from mybinlog import Event, MariadbGtidEvent, RotateEvent, RowsEvent, XidEvent
-from mybinlog._sharing import Binlog, BinlogClient, BinlogDetachedError
+from mybinlog.sharing._sharing import Binlog, BinlogClient, BinlogDetachedError
 from tests.unit.test_sharing import FakeLog, gtid_of, make_client, seqs
 from tests.unit.virtual_time import VirtualTimeDeadlock, run_in_virtual_time
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from mybinlog import ConfigurationError, DecodeError, Event, MariadbGtidEvent, QueryEvent, RowsEvent, XidEvent
-from mybinlog._cli_status import register, render_table
-from mybinlog._position import BinlogPosition
-from mybinlog._sharing import (
+from mybinlog.cli._status import register, render_table
+from mybinlog.protocol._position import BinlogPosition
+from mybinlog.sharing._sharing import (
     STATUS_COLUMNS,
     Binlog,
     BinlogClientFactory,

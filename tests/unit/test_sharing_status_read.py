@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mybinlog._sharing import STATUS_COLUMNS, BinlogClientFactory, StatusReadError, read_status, status_document
+from mybinlog.sharing._sharing import STATUS_COLUMNS, BinlogClientFactory, StatusReadError, read_status, status_document
 from tests.unit.test_sharing import FakeLog, make_client, read_txns
 
 PIECE = 4096

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mybinlog import ConfigurationError
+from mybinlog.cli._snapshot import _DriverStderr, add_arguments, options_from_args
 from mybinlog.snapshot import SnapshotOptions, SnapshotProgress
 from mybinlog.snapshot._chunks import (
     Chunk,
@@ -31,7 +32,6 @@ from mybinlog.snapshot._chunks import (
     parse_key_range,
     sql_literal,
 )
-from mybinlog.snapshot._cli import _DriverStderr, add_arguments, options_from_args
 from mybinlog.snapshot._copy import CopyTable, meta_suffix, parse_spool_name, spool_name
 from mybinlog.snapshot._job import _executor_target_url, _make_spool, _spark_error, _spool_directory
 from mybinlog.snapshot._plan import auto_chunk_rows, choose_key
@@ -375,7 +375,7 @@ def test_spark_error_names_the_python_exception() -> None:
     text = (
         "An error occurred while calling o53.collectAndServe.\n: org.apache.spark.SparkException: Job aborted\n"
         'Traceback (most recent call last):\n  File "x.py", line 1\n'
-        "mybinlog._exceptions.SourceConnectionError: db:3306: connection refused\n\tat org.apache..."
+        "mybinlog.errors.SourceConnectionError: db:3306: connection refused\n\tat org.apache..."
     )
     err = _spark_error(RuntimeError(text), "snap1")
     assert "SourceConnectionError: db:3306: connection refused" in str(err)
@@ -387,7 +387,7 @@ def test_importing_the_package_does_not_import_spark() -> None:
     import sys
 
     code = (
-        "import sys, mybinlog.snapshot, mybinlog._cli_snapshot; "
+        "import sys, mybinlog.snapshot, mybinlog.cli._snapshot; "
         "print(sorted(m for m in ('pyspark', 'chdb', 'aiochclient') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -395,13 +395,13 @@ def test_importing_the_package_does_not_import_spark() -> None:
 
 
 def test_mybinlog_snapshot_subcommand() -> None:
-    from mybinlog.cli import _build_parser
+    from mybinlog.cli._main import _build_parser
 
     args = _build_parser().parse_args(
         ["snapshot", "--source", "mysql://u@h/db", "--target", "chdb:///x", "--master", "local[3]", "--json"]
     )
     assert args.command == "snapshot"
-    assert args.func.__module__ == "mybinlog._cli_snapshot"
+    assert args.func.__module__ == "mybinlog.cli._snapshot"
     options, master = options_from_args(args)
     assert isinstance(options, SnapshotOptions)
     assert (options.database, options.target, master) == ("db", "chdb:///x", "local[3]")

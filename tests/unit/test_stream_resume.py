@@ -24,8 +24,8 @@ from mybinlog import (
     SourceHistoryError,
     read_binlog_file,
 )
-from mybinlog._protocol._constants import HEADER_LEN
-from mybinlog._stream import _CONTROL
+from mybinlog.protocol._constants import HEADER_LEN
+from mybinlog.source._stream import _CONTROL
 
 FILE = "mariadb-poc__domain_id_0_mariadb-repl-bin.000005"
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from mybinlog._exceptions import DecodeError
-from mybinlog._protocol._jsonb import decode_jsonb, decode_opaque, read_varlen, render_json_mysql_text
-from mybinlog._protocol._values import (
+from mybinlog.errors import DecodeError
+from mybinlog.protocol._jsonb import decode_jsonb, decode_opaque, read_varlen, render_json_mysql_text
+from mybinlog.protocol._values import (
     decode_datetime2,
     decode_decimal,
     decode_integer,

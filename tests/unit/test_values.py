@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mybinlog._exceptions import DecodeError, TruncatedError
-from mybinlog._protocol._values import (
+from mybinlog.errors import DecodeError, TruncatedError
+from mybinlog.protocol._values import (
     bit_size,
     datetime2_decoder,
     decimal_decoder,

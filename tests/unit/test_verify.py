@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mybinlog._exceptions import ConfigurationError, SourceError
+from mybinlog.errors import ConfigurationError, SourceError
 from mybinlog.replication import _verify
 from mybinlog.replication._chschema import clickhouse_type
 from mybinlog.replication._ddl import parse_create_table

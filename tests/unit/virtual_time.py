@@ -7,7 +7,7 @@ when no callback is ready and no file descriptor is readable, the clock jumps to
 asserts on ``loop.time()`` without depending on the speed of the machine. When nothing is ready and no timer is
 scheduled the program can never go on: the selector raises :class:`VirtualTimeDeadlock` instead of hanging.
 
-:func:`run_in_virtual_time` runs a coroutine on such a loop and also points ``mybinlog._sharing``'s monotonic clock
+:func:`run_in_virtual_time` runs a coroutine on such a loop and also points the sharing layer's monotonic clock
 at the virtual one (tests of the sharing layer), so that any deadline that module computes, whichever clock it
 reads, is virtual too.
 """
@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from mybinlog import _sharing
+from mybinlog.sharing import _sharing
 
 T = TypeVar("T")
 

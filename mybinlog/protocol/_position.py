@@ -10,9 +10,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 
-from ._gtid import GtidSet
-from ._protocol._constants import EventType
-from ._protocol._events import (
+from ._constants import EventType
+from ._events import (
     ROWS_EVENT_CLASSES,
     Event,
     GtidEvent,
@@ -25,6 +24,7 @@ from ._protocol._events import (
     XaPrepareEvent,
     XidEvent,
 )
+from ._gtid import GtidSet
 
 __all__ = ["PASSIVE_TYPES", "BinlogPosition", "PositionTracker"]
 

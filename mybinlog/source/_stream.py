@@ -15,12 +15,9 @@ from operator import attrgetter, not_
 from types import TracebackType
 from typing import Literal
 
-from ._dsn import DSN
-from ._exceptions import ConfigurationError, MybinlogError, SourceConnectionError, SourceHistoryError
-from ._gtid import GtidSet, MariaDBGtidSet, MySQLGtidSet, parse_gtid_set
-from ._position import PASSIVE_TYPES, BinlogPosition, PositionTracker
-from ._protocol._decoder import EventDecoder
-from ._protocol._events import (
+from ..errors import ConfigurationError, MybinlogError, SourceConnectionError, SourceHistoryError
+from ..protocol._decoder import EventDecoder
+from ..protocol._events import (
     BinlogCheckpointEvent,
     Event,
     FormatDescriptionEvent,
@@ -30,7 +27,10 @@ from ._protocol._events import (
     RotateEvent,
     TransactionPayloadEvent,
 )
-from ._transport import BinlogConnection, ServerInfo
+from ..protocol._gtid import GtidSet, MariaDBGtidSet, MySQLGtidSet, parse_gtid_set
+from ..protocol._position import PASSIVE_TYPES, BinlogPosition, PositionTracker
+from ._connection import BinlogConnection, ServerInfo
+from ._dsn import DSN
 
 __all__ = ["BinlogStream"]
 

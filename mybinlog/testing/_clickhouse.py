@@ -9,7 +9,7 @@ directory, time zone UTC, and two users:
 
 Readiness is polled on ``GET /ping`` with a deadline. Servers never outlive the Python process: they are killed at
 interpreter exit (atexit) and, when started from the main thread, get SIGKILL from the kernel if the process dies
-(PR_SET_PDEATHSIG), as :mod:`mybinlog._sandbox` does for MariaDB.
+(PR_SET_PDEATHSIG), as :mod:`mybinlog.testing._mariadb` does for MariaDB.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from xml.sax.saxutils import escape
 
-from ._sandbox import _die_with_parent, _free_port, _tail
+from ._mariadb import _die_with_parent, _free_port, _tail
 
 __all__ = [
     "CH_PASSWORD",

@@ -26,11 +26,11 @@ other OPAQUE            :class:`JsonOpaque` (MySQL field type code and raw bytes
 
 Zero/invalid temporal values inside JSON are returned as the text MySQL prints for them (always with 6
 fraction digits for DATETIME/TIMESTAMP, as MySQL renders JSON temporals) because Python's datetime cannot hold
-them; see :mod:`mybinlog._protocol._values` for the same rule on columns. An empty value (0 bytes, which MySQL
+them; see :mod:`mybinlog.protocol._values` for the same rule on columns. An empty value (0 bytes, which MySQL
 writes for a JSON column that holds no document, e.g. after some ALTERs or for NULL-ish partial updates)
 decodes to ``None``.
 
-Malformed input always raises :class:`~mybinlog._exceptions.DecodeError`, never ``IndexError``,
+Malformed input always raises :class:`~mybinlog.errors.DecodeError`, never ``IndexError``,
 ``struct.error``, ``UnicodeDecodeError`` or ``RecursionError``: every offset and size is checked against the
 enclosing container, and nesting deeper than :data:`MAX_DEPTH` is rejected (MySQL itself allows 100).
 
@@ -56,8 +56,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TypeAlias
 
-from mybinlog._exceptions import DecodeError, TruncatedError
-from mybinlog._protocol._values import decimal_size, decode_decimal, decode_packed_int
+from mybinlog.errors import DecodeError, TruncatedError
+from mybinlog.protocol._values import decimal_size, decode_decimal, decode_packed_int
 
 __all__ = [
     "MAX_DEPTH",

@@ -14,10 +14,10 @@ import struct
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ._exceptions import DecodeError, NotABinlogError, TruncatedError
-from ._protocol._constants import BINLOG_MAGIC, HEADER_LEN
-from ._protocol._decoder import EventDecoder
-from ._protocol._events import Event, RotateEvent, TransactionPayloadEvent
+from ..errors import DecodeError, NotABinlogError, TruncatedError
+from ..protocol._constants import BINLOG_MAGIC, HEADER_LEN
+from ..protocol._decoder import EventDecoder
+from ..protocol._events import Event, RotateEvent, TransactionPayloadEvent
 
 __all__ = ["iter_binlog_events", "read_binlog_file"]
 

@@ -2,7 +2,7 @@
 
 asyncmy does the connection phase (authentication including MySQL 8's caching_sha2_password, TLS) and runs the
 few control queries. The binlog dump command and the packet stream are ours, through the small private-API
-layer in :mod:`mybinlog._asyncmy_compat`. :class:`BinlogConnection` moves bytes only: it returns each event's
+layer in :mod:`mybinlog.source._asyncmy`. :class:`BinlogConnection` moves bytes only: it returns each event's
 raw bytes (19-byte header, body, and the CRC32 when :attr:`BinlogConnection.checksum` is true) for the
 sans-IO decoder.
 
@@ -32,9 +32,7 @@ from typing import Any, Literal, NoReturn
 import asyncmy
 from asyncmy import errors as asyncmy_errors
 
-from . import _asyncmy_compat as compat
-from ._dsn import DSN
-from ._exceptions import (
+from ..errors import (
     AuthenticationError,
     BinlogPurgedError,
     ConfigurationError,
@@ -43,6 +41,8 @@ from ._exceptions import (
     SourceConnectionError,
     SourceError,
 )
+from . import _asyncmy as compat
+from ._dsn import DSN
 
 __all__ = [
     "BINLOG_DUMP_NON_BLOCK",
@@ -711,7 +711,7 @@ class BinlogConnection:
             self._handle_stop()
 
     def _prepare_mysql_gtid(self, gtid_set: object, flags: int) -> bytes:
-        from ._gtid import MySQLGtidSet
+        from ..protocol._gtid import MySQLGtidSet
 
         if not self.info.gtid_mode:
             raise PreconditionError(

@@ -18,7 +18,7 @@ a fallback and never conflicts. A password in a URL works but logs one WARNING (
 to keep it off the command line. A password file holds the password alone; one trailing newline (``\\n`` or
 ``\\r\\n``) is ignored, so ``echo pw > file`` works. Errors name the file, never its content.
 
-The module is self-contained (standard library, :class:`~mybinlog._dsn.DSN` and the exception tree), so the
+The module is self-contained (standard library, :class:`~mybinlog.source._dsn.DSN` and the exception tree), so the
 command modules can import it without start-up cost. See docs/transport.md, "Passwords: keeping them off the
 command line".
 """
@@ -32,8 +32,8 @@ import os
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
-from ._dsn import DSN
-from ._exceptions import ConfigurationError
+from ..errors import ConfigurationError
+from ..source._dsn import DSN
 
 __all__ = [
     "CH_PASSWORD_ENV",

@@ -11,11 +11,11 @@ import sys
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any, TextIO
 
-from ._cli_common import add_source_arguments, source_dsn
-from ._exceptions import MybinlogError
-from ._files import iter_binlog_events
-from ._format import event_to_json, event_to_text
-from ._protocol._events import Event
+from ..errors import MybinlogError
+from ..protocol._events import Event
+from ..protocol._format import event_to_json, event_to_text
+from ..source._files import iter_binlog_events
+from ._common import add_source_arguments, source_dsn
 
 __all__ = ["main"]
 
@@ -71,21 +71,13 @@ def _build_parser(plugins: bool = True) -> argparse.ArgumentParser:
     demo.add_argument("--transactions", type=int, default=20, help="with --stream: transactions to write")
     demo.add_argument("--format", choices=("text", "jsonl"), default="text", help="with --stream: output format")
 
-    # subcommands living in their own modules: each defines register(sub) and sets func=run(args) -> int
-    import importlib
+    # the other commands, one module each (not imported for dump and demo: they start faster without them)
+    if plugins:
+        from . import _replicate, _snapshot, _status
 
-    for module in _PLUGIN_MODULES if plugins else ():
-        try:
-            mod = importlib.import_module(module, __package__)
-        except ModuleNotFoundError as exc:  # only "this subcommand is not part of this build"; other errors raise
-            if exc.name != f"{__package__}{module}":
-                raise
-            continue
-        mod.register(sub)
+        for module in (_status, _replicate, _snapshot):
+            module.register(sub)
     return parser
-
-
-_PLUGIN_MODULES = ("._cli_status", "._cli_replicate", "._cli_snapshot")
 
 
 def _render(fmt: str) -> Callable[[Event], str]:
@@ -113,7 +105,7 @@ def _write_all(events: Iterable[Event], fmt: str, out: TextIO, limit: int | None
 
 
 async def _dump_server(args: argparse.Namespace, out: TextIO) -> int:
-    from ._stream import BinlogStream
+    from ..source._stream import BinlogStream
 
     dsn = source_dsn(args, attr="dsn", option="--dsn")
     stream = BinlogStream(

@@ -19,11 +19,11 @@ import traceback
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from .._cli_common import add_source_arguments, add_target_arguments, source_dsn, target_url
-from .._exceptions import ConfigurationError, MybinlogError
-from ._chunks import parse_key_range
+from ..errors import ConfigurationError, MybinlogError
+from ..snapshot._chunks import parse_key_range
+from ._common import add_source_arguments, add_target_arguments, source_dsn, target_url
 
-__all__ = ["add_arguments", "main", "options_from_args", "run"]
+__all__ = ["add_arguments", "main", "options_from_args", "register", "run"]
 
 DEFAULT_TARGET = "chdb://./mybinlog-clickhouse"
 
@@ -101,7 +101,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, spark_submit: bool = False
 
 def options_from_args(args: argparse.Namespace) -> tuple[object, str | None]:
     """(SnapshotOptions, master) from parsed arguments."""
-    from ._job import SnapshotOptions
+    from ..snapshot._job import SnapshotOptions
 
     dsn = source_dsn(args)
     database = args.database or dsn.database
@@ -203,7 +203,7 @@ class _DriverStderr(io.TextIOBase):
 def run(args: argparse.Namespace, *, spark_submit: bool = False, err: TextIO | _DriverStderr | None = None) -> int:
     """Run the snapshot described by ``args``; returns the exit code (0 done, 1 error). Progress lines go to
     ``err`` (default stderr)."""
-    from ._job import SnapshotOptions, SnapshotProgress, run_snapshot, spark_session
+    from ..snapshot._job import SnapshotOptions, SnapshotProgress, run_snapshot, spark_session
 
     err = err or sys.stderr
     options, master = options_from_args(args)
@@ -258,3 +258,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     finally:
         err.release()
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "snapshot",
+        help="copy MySQL tables into ClickHouse with Spark, consistent with the binlog (initial load, backfill)",
+        description="Copy one or many MySQL/MariaDB tables into ClickHouse in parallel primary-key chunks, without "
+        "locks and consistent with the binlog: each chunk records its binlog position before it is read, and the "
+        "stream starts at the smallest one. With no checkpoint for the replica this is the initial load (it saves "
+        "the checkpoint replication starts from); otherwise a backfill while streaming goes on. Runs Spark in "
+        "local mode; on a cluster use spark-submit mybinlog/snapshot/job.py. See docs/snapshot.md.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=run)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from .._exceptions import DecodeError
+from ..errors import DecodeError
 from ._constants import (
     CHARACTER_TYPES,
     NUMERIC_TYPES,

@@ -15,8 +15,7 @@ from collections.abc import Callable, Iterable
 from itertools import repeat
 from typing import Any
 
-from .._exceptions import ChecksumError, DecodeError, TruncatedError, UnknownEventError
-from .._gtid import MariaDBGtid, MariaDBGtidSet, MySQLGtid, MySQLGtidSet
+from ..errors import ChecksumError, DecodeError, TruncatedError, UnknownEventError
 from ._constants import (
     BINLOG_CHECKSUM_ALG_CRC32,
     CHECKSUM_LEN,
@@ -58,6 +57,7 @@ from ._events import (
     XidEvent,
     fast_constructor,
 )
+from ._gtid import MariaDBGtid, MariaDBGtidSet, MySQLGtid, MySQLGtidSet
 from ._reader import read_packed_int
 from ._table import TableMap, parse_table_map_body, table_names_or_none
 

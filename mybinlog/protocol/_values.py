@@ -3,8 +3,8 @@
 Every ``decode_*`` function takes the whole buffer (``bytes``; the row decoder passes the event body) and the
 offset of the value, and returns ``(value, new_offset)``. They never look at anything but the bytes of their
 value, so they are safe to call from any thread and cost nothing to import. A value that runs past the end of
-the buffer raises :class:`~mybinlog._exceptions.TruncatedError`; bytes that cannot be a valid value raise
-:class:`~mybinlog._exceptions.DecodeError`. Offsets in messages are relative to ``buf``.
+the buffer raises :class:`~mybinlog.errors.TruncatedError`; bytes that cannot be a valid value raise
+:class:`~mybinlog.errors.DecodeError`. Offsets in messages are relative to ``buf``.
 
 Speed: the row decoder calls these once per column per row, so they use precompiled :class:`struct.Struct`
 objects, ``int.from_bytes`` and cached layouts, and allocate nothing but the result. Where a column's metadata
@@ -38,7 +38,7 @@ import struct
 from collections.abc import Callable
 from decimal import Decimal
 
-from mybinlog._exceptions import DecodeError, TruncatedError
+from mybinlog.errors import DecodeError, TruncatedError
 
 __all__ = [
     "DATETIME2_SIZE",

@@ -32,7 +32,7 @@ import struct
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from ._exceptions import ConfigurationError
+from ..errors import ConfigurationError
 
 __all__ = [
     "ASYNCMY_VERSION",
@@ -75,7 +75,7 @@ class ProtocolDesync(Exception):
 def _incompatible(detail: str) -> ConfigurationError:
     return ConfigurationError(
         f"asyncmy {ASYNCMY_VERSION} is not compatible with this mybinlog: {detail}. mybinlog's binlog reader "
-        "relies on asyncmy internals (see mybinlog/_asyncmy_compat.py); install asyncmy 0.2.18, the version "
+        "relies on asyncmy internals (see mybinlog/source/_asyncmy.py); install asyncmy 0.2.18, the version "
         "it was tested with (pip install 'asyncmy==0.2.18'), or upgrade mybinlog"
     )
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from ._constants import EventType, event_type_name
 
 if TYPE_CHECKING:
-    from .._gtid import MariaDBGtid, MariaDBGtidSet, MySQLGtid, MySQLGtidSet
+    from ._gtid import MariaDBGtid, MariaDBGtidSet, MySQLGtid, MySQLGtidSet
     from ._table import TableMap
 
 __all__ = [

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, get_args
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-from ._exceptions import ConfigurationError
+from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
     import ssl as _ssl

@@ -11,8 +11,8 @@ import signal
 import sys
 from typing import Any
 
-from ._cli_common import add_source_arguments, add_target_arguments, source_dsn, target_url
-from ._exceptions import ConfigurationError, MybinlogError, SourceConnectionError
+from ..errors import ConfigurationError, MybinlogError, SourceConnectionError
+from ._common import add_source_arguments, add_target_arguments, source_dsn, target_url
 
 __all__ = ["register"]
 
@@ -93,7 +93,7 @@ def register(sub: Any) -> None:
         description="Compare each table of a MySQL database with its ClickHouse replica: row counts and an "
         "order-independent checksum over all columns; print the differences. Exit 0 equal, 1 different, 2 error.",
     )
-    from .replication._verify import add_verify_arguments, run_verify
+    from ..replication._verify import add_verify_arguments, run_verify
 
     add_verify_arguments(ver)
     ver.set_defaults(func=lambda args: _run(run_verify(args)))
@@ -120,8 +120,8 @@ EXIT_INTERRUPTED = 130  # a second SIGINT/SIGTERM aborted the current batch (the
 
 def exit_code(exc: BaseException) -> int:
     """The exit code for an error that ended a replica."""
-    from .replication import ReplicaLockedError, TargetUnavailableError
-    from .replication._target import TargetConnectionError
+    from ..replication import ReplicaLockedError, TargetUnavailableError
+    from ..replication._target import TargetConnectionError
 
     if isinstance(exc, ReplicaLockedError):
         return EXIT_LOCKED
@@ -141,7 +141,7 @@ def run_replicate(args: argparse.Namespace) -> int:
 
 
 async def _replicate(args: argparse.Namespace) -> int:
-    from .replication import ReplicationSettings, Replicator, open_target
+    from ..replication import ReplicationSettings, Replicator, open_target
 
     dsn = source_dsn(args)
     if len(args.database) > 1 and (args.target_database or args.replica):
@@ -192,7 +192,7 @@ async def _replicate(args: argparse.Namespace) -> int:
     rc = 0
     status_server: Any = None
     if args.status_address:
-        from ._sharing import serve_status
+        from ..sharing._sharing import serve_status
 
         status_server = serve_status(
             args.status_address, extra=lambda: {"replicas": [_status_dict(r) for r in replicators]}

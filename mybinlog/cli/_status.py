@@ -9,7 +9,7 @@ Status lives in the process that consumes (its :class:`~mybinlog.BinlogClientFac
     mybinlog status --dsn mysql://repl@db:3306                    # the server side: position, binlog dumps
 
 No password is ever printed. The DSN's password may come from ``--password-file``, ``MYBINLOG_PASSWORD_FILE`` or
-``MYBINLOG_PASSWORD`` instead of the URL (:mod:`mybinlog._cli_common`).
+``MYBINLOG_PASSWORD`` instead of the URL (:mod:`mybinlog.cli._common`).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from ._cli_common import add_source_arguments, source_dsn
-from ._dsn import DSN
-from ._exceptions import ConfigurationError, MybinlogError
-from ._sharing import STATUS_COLUMNS, read_status
+from ..errors import ConfigurationError, MybinlogError
+from ..sharing._sharing import STATUS_COLUMNS, read_status
+from ..source._dsn import DSN
+from ._common import add_source_arguments, source_dsn
 
 __all__ = ["register", "run", "server_facts"]
 
@@ -113,7 +113,7 @@ async def server_facts(dsn: DSN) -> dict[str, Any]:
 
     A fact the user may not read (a missing privilege) is reported as ``"unavailable: <reason>"``.
     """
-    from ._transport import BinlogConnection
+    from ..source._connection import BinlogConnection
 
     conn = await BinlogConnection.connect(dsn, check_preconditions=False, heartbeat_period=0)
     try:

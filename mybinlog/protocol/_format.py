@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ._protocol._events import (
+from ._events import (
     MISSING,
     AnnotateRowsEvent,
     BinlogCheckpointEvent,
@@ -34,7 +34,7 @@ from ._protocol._events import (
     XaPrepareEvent,
     XidEvent,
 )
-from ._protocol._jsonb import JsonDiff, JsonOpaque
+from ._jsonb import JsonDiff, JsonOpaque
 
 __all__ = ["event_to_json", "event_to_text", "format_time", "json_value"]
 

@@ -39,7 +39,7 @@ from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, ClassVar, Final, NoReturn, TypeAlias
 
-from mybinlog._exceptions import GtidSetError
+from mybinlog.errors import GtidSetError
 
 __all__ = [
     "MAX_GNO",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._exceptions import DecodeError, TruncatedError
+from ..errors import DecodeError, TruncatedError
 
 __all__ = ["read_packed_int"]
 

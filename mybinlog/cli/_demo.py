@@ -16,9 +16,9 @@ from typing import TextIO
 
 import asyncmy
 
-from ._format import event_to_json, event_to_text
-from ._protocol._events import RowsEvent
-from ._stream import BinlogStream
+from ..protocol._events import RowsEvent
+from ..protocol._format import event_to_json, event_to_text
+from ..source._stream import BinlogStream
 
 __all__ = ["run_demo", "run_stream_demo"]
 
@@ -69,7 +69,7 @@ async def _writer(kwargs: dict[str, object], transactions: int, seed: int) -> st
 
 
 async def run_stream_demo(transactions: int, fmt: str, out: TextIO) -> None:
-    from ._sandbox import MariaDBServer
+    from ..testing._mariadb import MariaDBServer
 
     render = event_to_json if fmt == "jsonl" else event_to_text
     with tempfile.TemporaryDirectory(prefix="mybinlog-demo-") as tmp:
@@ -192,10 +192,10 @@ async def run_demo(rows: int, seconds: float, target_dir: str | None, out: TextI
     import json
     import time
 
-    from ._sandbox import MariaDBServer
-    from .replication import ReplicationSettings, Replicator, open_target
-    from .replication._verify import verify
-    from .snapshot import SnapshotOptions, run_snapshot
+    from ..replication import ReplicationSettings, Replicator, open_target
+    from ..replication._verify import verify
+    from ..snapshot import SnapshotOptions, run_snapshot
+    from ..testing._mariadb import MariaDBServer
 
     def say(text: str) -> None:
         print(f"demo: {text}", file=out, flush=True)

@@ -48,11 +48,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Protocol, TypedDict
 
-from ._dsn import DSN
-from ._exceptions import ConfigurationError, DecodeError, MybinlogError
-from ._gtid import GtidSet, can_attach, parse_gtid_set
-from ._position import BinlogPosition, PositionTracker
-from ._protocol._events import (
+from ..errors import (
+    BinlogClosedError,
+    BinlogDetachedError,
+    BinlogStoppedError,
+    ConfigurationError,
+    DecodeError,
+    StatusReadError,
+)
+from ..protocol._events import (
     Event,
     GtidEvent,
     MariadbGtidEvent,
@@ -63,7 +67,10 @@ from ._protocol._events import (
     XaPrepareEvent,
     XidEvent,
 )
-from ._stream import BinlogStream
+from ..protocol._gtid import GtidSet, can_attach, parse_gtid_set
+from ..protocol._position import BinlogPosition, PositionTracker
+from ..source._dsn import DSN
+from ..source._stream import BinlogStream
 
 __all__ = [
     "Binlog",
@@ -96,29 +103,6 @@ DEFAULT_MAX_FLUSH_MILLISECONDS_IN_BINLOG_DISPATCHER: Final = 1000
 
 # ------------------------------------------------------------------------------------------------------------
 # errors
-
-
-class BinlogDetachedError(MybinlogError):
-    """The consumer did not keep up: its queue stayed full longer than ``max_milliseconds_to_wait_in_binlog_queue``
-    and the dispatcher detached it. Everything queued before was delivered. Re-create the consumer from its
-    committed position (``await binlog.reopen()`` or ``client.create_binlog(executed_gtid_set=...)``)."""
-
-    retriable = True
-
-    def __init__(self, message: str, *, position: BinlogPosition | None = None) -> None:
-        self.position = position
-        super().__init__(message)
-
-
-class BinlogStoppedError(MybinlogError):
-    """The dispatcher serving this consumer was stopped (its client was closed); the consumer cannot be used.
-    Create a new consumer from the position you committed."""
-
-    retriable = True
-
-
-class BinlogClosedError(MybinlogError):
-    """The consumer was closed by its owner; it cannot be read any more."""
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -2027,13 +2011,6 @@ STATUS_COLUMNS: Final[tuple[str, ...]] = tuple(BinlogStatus.__annotations__)
 
 StatusSource = Callable[[], Sequence[Mapping[str, Any]]]
 _MAX_REQUEST_LINES = 100
-
-
-class StatusReadError(MybinlogError):
-    """The status of a consuming process could not be read (nothing listens at the address, a stale or foreign
-    file, a malformed answer). Check that the process runs and serves its status at that address."""
-
-    retriable = True
 
 
 def _status_address(address: str) -> tuple[str, str, int]:

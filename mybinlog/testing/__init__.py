@@ -1,0 +1,44 @@
+"""Private, throwaway servers for tests (and the demo): a MariaDB in a temporary data directory and a ClickHouse
+server with a generated config, on free ports, never outliving the Python process.
+
+Importable by users for their own tests, as asyncpg ships its cluster helper::
+
+    from mybinlog.testing import MariaDBServer
+
+    with MariaDBServer(tmp_path) as server:
+        server.execute("CREATE DATABASE shop")
+        ...  # server.repl_dsn is a DSN for a replication user
+
+Layer rules: imports nothing from the rest of mybinlog (standard library and pymysql only).
+"""
+
+from ._clickhouse import ClickHouseNotAvailable, ClickHouseServer, ClickHouseStartError, find_clickhouse
+from ._mariadb import (
+    ADMIN_PASSWORD,
+    ADMIN_USER,
+    DEFAULT_OPTIONS,
+    REPL_PASSWORD,
+    REPL_USER,
+    MariaDBBinaries,
+    MariaDBNotAvailable,
+    MariaDBServer,
+    MariaDBStartError,
+    find_mariadb,
+)
+
+__all__ = [
+    "ADMIN_PASSWORD",
+    "ADMIN_USER",
+    "DEFAULT_OPTIONS",
+    "REPL_PASSWORD",
+    "REPL_USER",
+    "ClickHouseNotAvailable",
+    "ClickHouseServer",
+    "ClickHouseStartError",
+    "MariaDBBinaries",
+    "MariaDBNotAvailable",
+    "MariaDBServer",
+    "MariaDBStartError",
+    "find_clickhouse",
+    "find_mariadb",
+]
