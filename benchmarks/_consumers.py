@@ -54,7 +54,7 @@ async def run_mybinlog(p: dict[str, Any]) -> dict[str, Any]:
     wall = time.perf_counter() - began
     cpu = _cpu() - cpu0
     for b in binlogs:
-        await b.close()
+        await b.aclose()
     await factory.aclose()
     return {"rows": rows, "wall": wall, "cpu": cpu}
 

@@ -221,7 +221,7 @@ async def run_scenario(params: dict[str, Any]) -> dict[str, Any]:
     peak = status["VmHWM"] if hwm_reset else max(sampler.peak, status["VmRSS"])
     detached = stalled.detached
     for b in [stalled, *readers]:
-        await b.close()
+        await b.aclose()
     await factory.aclose()
     configured = params["queue_limit_bytes"] + 2 * params["dispatcher_buffer_bytes"]
     all_queues = params["queue_limit_bytes"] + params["readers"] * params["reader_queue_limit_bytes"]
@@ -235,8 +235,8 @@ async def run_scenario(params: dict[str, Any]) -> dict[str, Any]:
         "overhead_bytes": peak - baseline - configured,
         "sampled_peak_rss_bytes": sampler.peak,
         "peak_from": "VmHWM" if hwm_reset else "sampling",
-        "stalled_queue_bytes": stats["bytes"],
-        "stalled_queue_events": stats["size"],
+        "stalled_queue_bytes": stats.bytes,
+        "stalled_queue_events": stats.size,
         "stalled_detached": detached,
         "bytes_read": min(read),
         "seconds": round(elapsed, 2),

@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mybinlog.replication import open_target
 from mybinlog.replication._chschema import create_table_sql
-from mybinlog.replication._ddl import parse_create_table
+from mybinlog.replication.ddl import parse_create_table
 from mybinlog.testing._clickhouse import ClickHouseServer, find_clickhouse
 from mybinlog.testing._mariadb import MariaDBServer
 

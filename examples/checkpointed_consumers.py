@@ -107,48 +107,39 @@ async def consume(
 
         dispatcher = binlog.dispatcher
         write({"event": "start", "at": executed, "dispatcher": dispatcher.name if dispatcher else None})
-        txn: dict[str, Any] | None = None
-        gtid: Any = None
         try:
             while True:
                 try:
-                    async for event in binlog:
-                        if isinstance(event, (mybinlog.GtidEvent, mybinlog.MariadbGtidEvent)):
-                            gtid = event.gtid
-                            txn = {"gtid": str(gtid), "rows": [], "queries": []}
-                        elif txn is None:
-                            continue
-                        elif isinstance(event, mybinlog.RowsEvent):
-                            txn["rows"].append([event.table_name, event.kind, rows_json(event.rows)])
-                        elif isinstance(event, mybinlog.QueryEvent) and event.query not in ("BEGIN", "COMMIT"):
-                            txn["queries"].append(event.query)
-                        position = binlog.position
-                        if position.gtid_set is not None and gtid in position.gtid_set:  # completed
-                            txn.update(gtid_set=str(position.gtid_set), file=position.file, offset=position.offset)
-                            write(txn)
-                            txn = None
-                            done += 1
-                            if spec.pause_every and done % spec.pause_every == 0:
-                                await asyncio.sleep(spec.pause_ms / 1000)  # a deliberately slow sink
+                    async for txn in binlog.transactions():  # whole transactions, with the position after each
+                        record: dict[str, Any] = {"gtid": str(txn.gtid), "rows": [], "queries": []}
+                        for event in txn.events:
+                            if isinstance(event, mybinlog.RowsEvent):
+                                record["rows"].append([event.table_name, event.kind, rows_json(event.rows)])
+                            elif isinstance(event, mybinlog.QueryEvent) and event.query not in ("BEGIN", "COMMIT"):
+                                record["queries"].append(event.query)
+                        position = txn.position
+                        record.update(gtid_set=str(position.gtid_set), file=position.file, offset=position.offset)
+                        write(record)
+                        done += 1
+                        if spec.pause_every and done % spec.pause_every == 0:
+                            await asyncio.sleep(spec.pause_ms / 1000)  # a deliberately slow sink
                     return  # a non-blocking source ended
                 except mybinlog.BinlogDetachedError as exc:
-                    # what was written is complete; the open transaction is delivered again after reopen()
-                    txn = None
+                    # what was written is complete; the open transaction is delivered again, whole, after reopen()
                     write({"event": "detached", "at": str(exc.position.gtid_set if exc.position else None)})
                     binlog = await binlog.reopen()
         finally:
-            await binlog.close()
+            await binlog.aclose()
 
 
 async def main(args: argparse.Namespace) -> int:
     state = Path(args.state_dir)
-    factory = mybinlog.get_binlog_client_factory()
     client = mybinlog.get_binlog_client(args.dsn, stream_options={"heartbeat_period": args.heartbeat})
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    status = factory.serve_status(args.status) if args.status else None
+    status = mybinlog.serve_status(args.status) if args.status else None  # the default factory's consumers
     try:
         if status is not None:
             await status.start()

@@ -41,10 +41,9 @@ from .errors import (
     TypeMappingError,
     UnknownEventError,
 )
-from .protocol._constants import ColumnType, EventType
+from .protocol._constants import MISSING, ColumnType, EventType
 from .protocol._decoder import EventDecoder
 from .protocol._events import (
-    MISSING,
     AnnotateRowsEvent,
     BinlogCheckpointEvent,
     DeleteRowsEvent,
@@ -91,35 +90,36 @@ from .source._dsn import DSN
 from .source._files import iter_binlog_events, read_binlog_file
 
 if _typing.TYPE_CHECKING:  # imported on first use (below): `mybinlog dump` and file readers start faster without them
-    from .sharing._sharing import (
+    from .protocol._transaction import Transaction
+    from .sharing import (
         Binlog,
         BinlogClient,
         BinlogClientFactory,
         BinlogEventsDispatcher,
+        BinlogStatistics,
         BinlogStatus,
-        StatusServer,
         get_binlog_client,
         get_binlog_client_factory,
-        read_status,
-        serve_status,
-        status_document,
     )
     from .source._connection import ServerInfo
     from .source._stream import BinlogStream
+    from .status import StatusServer, read_status, serve_status, status_document
 
-# name -> module, for the names imported on first use (the asyncio connection and sharing layers)
+# name -> module, for the names imported on first use (the asyncio connection, sharing and status layers)
 _LAZY = {
-    "Binlog": ".sharing._sharing",
-    "BinlogClient": ".sharing._sharing",
-    "BinlogClientFactory": ".sharing._sharing",
-    "BinlogEventsDispatcher": ".sharing._sharing",
-    "BinlogStatus": ".sharing._sharing",
-    "StatusServer": ".sharing._sharing",
-    "get_binlog_client": ".sharing._sharing",
-    "get_binlog_client_factory": ".sharing._sharing",
-    "read_status": ".sharing._sharing",
-    "serve_status": ".sharing._sharing",
-    "status_document": ".sharing._sharing",
+    "Binlog": ".sharing",
+    "BinlogClient": ".sharing",
+    "BinlogClientFactory": ".sharing",
+    "BinlogEventsDispatcher": ".sharing",
+    "BinlogStatistics": ".sharing",
+    "BinlogStatus": ".sharing",
+    "get_binlog_client": ".sharing",
+    "get_binlog_client_factory": ".sharing",
+    "StatusServer": ".status",
+    "read_status": ".status",
+    "serve_status": ".status",
+    "status_document": ".status",
+    "Transaction": ".protocol._transaction",
     "BinlogStream": ".source._stream",
     "ServerInfo": ".source._connection",
 }
@@ -162,6 +162,8 @@ __all__ = [
     "BinlogClient",
     "BinlogEventsDispatcher",
     "Binlog",
+    "BinlogStatistics",
+    "Transaction",
     "BinlogStatus",
     # events
     "Event",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepare a development/CI machine for mybinlog (idempotent; quick when everything is already there).
 #
-#   bash scripts/setup.sh          # MariaDB binaries + .venv with mybinlog[cli]
+#   bash scripts/setup.sh          # MariaDB binaries + .venv with mybinlog[cli,spark] (the demo's needs)
 #   bash scripts/setup.sh --test   # ... with mybinlog[test] (pytest, mysql-replication, ruff, mypy, ...)
 #
 # Installs the Debian packages mariadb-server, mariadb-client, clickhouse-server (tests only: a real 18.16
@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 REPO="$(pwd)"
 
-EXTRA="cli"
+EXTRA="cli,spark"  # the main job (mybinlog demo) takes its initial copy with the Spark snapshot
 for arg in "$@"; do
     case "$arg" in
         --test) EXTRA="test" ;;

@@ -11,7 +11,8 @@ module                        command
 ``_common``                   source DSNs and passwords (URL, file, environment), ClickHouse URLs
 ``_demo``                     ``demo``
 ``_status``                   ``status``
-``_replicate``                ``replicate`` and ``verify`` (and the replicate exit codes)
+``_replicate``                ``replicate`` (and its exit codes)
+``_verify``                   ``verify``
 ``_snapshot``                 ``snapshot`` (also the spark-submit job's command line)
 ============================  =====================================================================
 """

@@ -192,8 +192,7 @@ async def run_demo(rows: int, seconds: float, target_dir: str | None, out: TextI
     import json
     import time
 
-    from ..replication import ReplicationSettings, Replicator, open_target
-    from ..replication._verify import verify
+    from ..replication import ReplicationSettings, Replicator, open_target, verify
     from ..snapshot import SnapshotOptions, run_snapshot
     from ..testing._mariadb import MariaDBServer
 

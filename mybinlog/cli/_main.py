@@ -73,9 +73,9 @@ def _build_parser(plugins: bool = True) -> argparse.ArgumentParser:
 
     # the other commands, one module each (not imported for dump and demo: they start faster without them)
     if plugins:
-        from . import _replicate, _snapshot, _status
+        from . import _replicate, _snapshot, _status, _verify
 
-        for module in (_status, _replicate, _snapshot):
+        for module in (_status, _replicate, _verify, _snapshot):
             module.register(sub)
     return parser
 

@@ -1,4 +1,4 @@
-"""``mybinlog replicate`` and ``mybinlog verify``: MySQL/MariaDB into ClickHouse (server or embedded chdb)."""
+"""``mybinlog replicate``: MySQL/MariaDB into ClickHouse (server or embedded chdb); ``verify`` is in _verify.py."""
 
 from __future__ import annotations
 
@@ -87,25 +87,6 @@ def register(sub: Any) -> None:
     )
     rep.set_defaults(func=run_replicate)
 
-    ver = sub.add_parser(
-        "verify",
-        help="compare MySQL tables with their ClickHouse replicas (counts and checksums)",
-        description="Compare each table of a MySQL database with its ClickHouse replica: row counts and an "
-        "order-independent checksum over all columns; print the differences. Exit 0 equal, 1 different, 2 error.",
-    )
-    from ..replication._verify import add_verify_arguments, run_verify
-
-    add_verify_arguments(ver)
-    ver.set_defaults(func=lambda args: _run(run_verify(args)))
-
-
-def _run(coro: Any) -> int:
-    try:
-        return int(asyncio.run(coro))
-    except MybinlogError as exc:
-        print(f"mybinlog: error: {exc}", file=sys.stderr)
-        return 2
-
 
 # Exit codes of `mybinlog replicate` (docs/replication.md, "Exit codes"): a supervisor can tell "fix something" from
 # "run me again later".
@@ -121,7 +102,7 @@ EXIT_INTERRUPTED = 130  # a second SIGINT/SIGTERM aborted the current batch (the
 def exit_code(exc: BaseException) -> int:
     """The exit code for an error that ended a replica."""
     from ..replication import ReplicaLockedError, TargetUnavailableError
-    from ..replication._target import TargetConnectionError
+    from ..replication.target import TargetConnectionError
 
     if isinstance(exc, ReplicaLockedError):
         return EXIT_LOCKED
@@ -192,7 +173,7 @@ async def _replicate(args: argparse.Namespace) -> int:
     rc = 0
     status_server: Any = None
     if args.status_address:
-        from ..sharing._sharing import serve_status
+        from ..status import serve_status
 
         status_server = serve_status(
             args.status_address, extra=lambda: {"replicas": [_status_dict(r) for r in replicators]}

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from ..errors import ConfigurationError, MybinlogError
-from ..sharing._sharing import STATUS_COLUMNS, read_status
 from ..source._dsn import DSN
+from ..status import STATUS_COLUMNS, read_status
 from ._common import add_source_arguments, source_dsn
 
 __all__ = ["register", "run", "server_facts"]
@@ -35,8 +35,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "status",
         help="show the shared binlog consumers of a running process (--from) or a server's binlog state (--dsn)",
         description="Print the status rows of the binlog consumers of a running process, with the columns of "
-        "ClickHouse's system.mysql_binlogs (the process serves them with mybinlog.serve_status or "
-        "BinlogClientFactory.serve_status; see docs/sharing.md), and/or the binlog state of a server: position, "
+        "ClickHouse's system.mysql_binlogs (the process serves them with mybinlog.serve_status; see "
+        "docs/sharing.md), and/or the binlog state of a server: position, "
         "executed GTID set, binlog files and the binlog dump connections it serves.",
     )
     parser.add_argument(

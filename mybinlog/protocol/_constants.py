@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Any
 
 BINLOG_MAGIC = b"\xfebin"
 HEADER_LEN = 19
@@ -239,3 +240,9 @@ def collation_codec(collation_id: int | None) -> str | None:
     if collation_id is None:
         return "utf-8"
     return COLLATION_CODECS.get(collation_id, "utf-8")
+
+
+MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING", "__slots__": ()})()
+"""Stands for a column absent from a row image (binlog_row_image=MINIMAL/NOBLOB), distinct from NULL (None). Defined
+here, at the bottom of the decoder's modules, so that the events and the table maps that fill rows both use it
+without importing each other."""

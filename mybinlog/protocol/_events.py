@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from ._constants import MISSING as MISSING  # re-exported: row images hold it
 from ._constants import EventType, event_type_name
 
 if TYPE_CHECKING:
@@ -237,8 +238,6 @@ class TableMapEvent(Event):
         return f"table_id {self.table_id} `{self.table.schema}`.`{self.table.name}` ({self.table.column_count} columns)"
 
 
-MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING", "__slots__": ()})()
-"""Stands for a column absent from a row image (binlog_row_image=MINIMAL/NOBLOB), distinct from NULL (None)."""
 
 
 @dataclass(slots=True, eq=False, kw_only=True)

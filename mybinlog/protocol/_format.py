@@ -9,8 +9,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ._constants import MISSING
 from ._events import (
-    MISSING,
     AnnotateRowsEvent,
     BinlogCheckpointEvent,
     Event,

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 from ..errors import DecodeError
 from ._constants import (
     CHARACTER_TYPES,
+    MISSING,
     NUMERIC_TYPES,
     ColumnType,
     OptionalMetadata,
     collation_codec,
 )
-from ._events import MISSING
 from ._jsonb import decode_json_diff, decode_jsonb
 from ._reader import read_packed_int
 from ._values import (

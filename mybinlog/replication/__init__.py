@@ -10,6 +10,11 @@
 
 See docs/replication.md (guide, engines, why the result is exactly-once) and docs/types.md (type mapping).
 Importing this module does not import chdb or aiochclient; opening a target does.
+
+Where things are: ``_replicator`` consumes the binlog (transactions, batches, DDL, flushes, checkpoints); a row
+event becomes a ClickHouse row in :mod:`.types` (``make_row_encoder``), in a table that ``_chschema`` creates and
+alters from the :mod:`.ddl` model, written through a :mod:`.target` (a server over HTTP, or chdb). ``_checkpoint``,
+``_lease``, ``_version`` and ``_source`` serve the replicator; :mod:`.verify` compares a replica with its source.
 """
 
 from __future__ import annotations
@@ -23,9 +28,9 @@ from ._replicator import (
     Replicator,
     TargetUnavailableError,
 )
-from ._target import Capabilities, Target, TargetError, open_target
-from ._verify import ColumnDifference, RowDifference, TableResult, VerifyReport, verify
 from ._version import snapshot_version, transaction_version
+from .target import Capabilities, Target, TargetError, open_target
+from .verification import ColumnDifference, RowDifference, TableResult, VerifyReport, verify
 
 __all__ = [
     "Capabilities",

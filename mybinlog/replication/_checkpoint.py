@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol._gtid import parse_gtid_set
 from ..protocol._position import BinlogPosition
-from ._target import TargetError, quote_ident, quote_string
+from .target import TargetError, quote_ident, quote_string
 
 if TYPE_CHECKING:
-    from ._target import Target
+    from .target import Target
 
 __all__ = ["DEFAULT_META_DATABASE", "Checkpoint", "load_checkpoint", "save_checkpoint"]
 

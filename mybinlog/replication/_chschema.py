@@ -1,6 +1,6 @@
 """ClickHouse tables for replicated MySQL tables: CREATE TABLE per engine and ALTER statements for MySQL DDL.
 
-Pure SQL generation (no IO). Every replicated table has the MySQL columns (types from :mod:`._types`) followed
+Pure SQL generation (no IO). Every replicated table has the MySQL columns (types from :mod:`.types`) followed
 by the meta columns ``_sign Int8`` and ``_version UInt64`` (and ``_is_deleted UInt8`` for
 ``replacing_is_deleted``); the sorting key is the MySQL primary key (see :func:`sorting_key` for tables without
 one). docs/types.md, "Tables", explains the engines and the fallback key.
@@ -13,12 +13,12 @@ import datetime as dt
 import re
 from typing import TYPE_CHECKING, Any
 
-from . import _types
-from ._types import TypeMappingError, clickhouse_type, column_kind
+from . import types as _types
+from .types import TypeMappingError, clickhouse_type, column_kind
 
 if TYPE_CHECKING:
-    from ._ddl import AlterAction, ColumnDef, TableDef
-    from ._target import Capabilities
+    from .ddl import AlterAction, ColumnDef, TableDef
+    from .target import Capabilities
 
 __all__ = [
     "ENGINES",
@@ -145,7 +145,7 @@ def create_table_sql(
     Columns in MySQL order with their mapped types, then the meta columns; ``ORDER BY`` the sorting key
     (:func:`sorting_key`); no partitioning. With insert deduplication (ClickHouse 22.2+) the table keeps the last
     1000 insert tokens (``non_replicated_deduplication_window``) so a replayed batch is dropped by the server.
-    Raises :class:`~._types.TypeMappingError` for a column type that cannot be mapped, or a MySQL column named
+    Raises :class:`~.types.TypeMappingError` for a column type that cannot be mapped, or a MySQL column named
     like a meta column.
     """
     _check_engine(engine)
@@ -335,7 +335,7 @@ def alter_sql(
     ``statement_time``: when the ALTER ran (the QueryEvent's timestamp), used for ``DEFAULT CURRENT_TIMESTAMP``
     of an added TIMESTAMP column (MySQL gives existing rows that time).
     """
-    from . import _ddl
+    from . import ddl as _ddl
 
     _check_engine(engine)
     table = _table(database, old.name)

@@ -28,8 +28,17 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from anyio import EndOfStream
+
 from .. import _failpoints
-from ..errors import ConfigurationError, MybinlogError, ReplicationError, SourceError, TargetUnavailableError
+from ..errors import (
+    BinlogDetachedError,
+    ConfigurationError,
+    MybinlogError,
+    ReplicationError,
+    SourceError,
+    TargetUnavailableError,
+)
 from ..protocol._events import (
     DeleteRowsEvent,
     Event,
@@ -39,13 +48,14 @@ from ..protocol._events import (
     WriteRowsEvent,
 )
 from ..protocol._position import BinlogPosition
-from ..sharing._sharing import Binlog, BinlogClient, BinlogDetachedError, get_binlog_client
+from ..sharing import Binlog, BinlogClient, get_binlog_client
 from ..source._dsn import DSN
-from . import _chschema, _ddl, _types
+from . import _chschema
+from . import ddl as _ddl
+from . import types as _types
 from ._checkpoint import DEFAULT_META_DATABASE, Checkpoint, load_checkpoint, save_checkpoint
 from ._lease import ReplicaLease, ReplicaLockedError, lease_name, target_identity
 from ._source import SourceConnection, quote_mysql_ident, select_scope
-from ._target import Target, TargetConnectionError, TargetError, quote_ident, quote_string
 from ._version import (
     binlog_file_number,
     snapshot_version,
@@ -53,6 +63,7 @@ from ._version import (
     version_file,
     version_position,
 )
+from .target import Target, TargetConnectionError, TargetError, quote_ident, quote_string
 
 __all__ = [
     "ReplicaLockedError",
@@ -410,7 +421,7 @@ class Replicator:
         binlog, self._binlog = self._binlog, None
         if binlog is not None:
             with contextlib.suppress(MybinlogError):
-                await asyncio.shield(binlog.close())
+                await asyncio.shield(binlog.aclose())
 
     async def _confirm_lease(self) -> None:
         if self._lease is not None:
@@ -698,7 +709,7 @@ class Replicator:
             if self._batch_started is not None:
                 timeout = max(0.0, self._batch_started + flush_s - time.monotonic())
             try:
-                event = await binlog.read_event(timeout_ms=max(1, int(timeout * 1000)))
+                event = await binlog.read_event(timeout=max(0.001, timeout))
             except BinlogDetachedError as exc:
                 logger.warning("%s: %s; reopening", self.replica, exc)
                 self.status.detaches += 1
@@ -706,7 +717,7 @@ class Replicator:
                 binlog = self._binlog = await binlog.reopen()
                 committed = binlog.position
                 continue
-            except StopAsyncIteration:
+            except EndOfStream:  # a non-blocking source ended
                 break
             except SourceError:
                 # the source is gone for longer than the budget (or refuses): keep what is complete, then report

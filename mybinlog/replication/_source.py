@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
 from ..protocol._gtid import parse_gtid_set
@@ -181,23 +180,20 @@ class SourceConnection:
     async def commit(self) -> None:
         await self.query("COMMIT")
 
+    def stream_query(self, sql: str, *, batch_rows: int = 10_000) -> AsyncGenerator[list[tuple[Any, ...]], None]:
+        """The rows of ``sql`` (inside the current transaction) in lists of up to ``batch_rows``, unbuffered; close
+        the iterator (or read it to the end) before the next query."""
+        return self._binlog_conn.stream_query(sql, batch_rows=batch_rows)
+
     async def stream_rows(
         self, database: str, table: str, columns: Sequence[str], *, batch: int = 10_000
     ) -> AsyncIterator[list[tuple[Any, ...]]]:
         """Every row of ``table`` (inside the current transaction), ``batch`` rows at a time, unbuffered."""
-        from asyncmy.cursors import SSCursor
-
         cols = ", ".join(quote_mysql_ident(c) for c in columns)
         sql = f"SELECT {cols} FROM {quote_mysql_ident(database)}.{quote_mysql_ident(table)}"
-        raw = self._binlog_conn._conn
-        cursor = raw.cursor(SSCursor)
+        rows = self.stream_query(sql, batch_rows=batch)
         try:
-            await cursor.execute(sql)
-            while True:
-                rows = await cursor.fetchmany(batch)
-                if not rows:
-                    break
-                yield list(rows)
+            async for batch_of_rows in rows:
+                yield batch_of_rows
         finally:
-            with contextlib.suppress(Exception):
-                await cursor.close()
+            await rows.aclose()

@@ -36,8 +36,8 @@ from ._chunks import Chunk, chunk_predicate, quote_mysql_ident
 from ._source import Watermark, connect_source, open_chunk_snapshot, stream_query
 
 if TYPE_CHECKING:
-    from ..replication._ddl import TableDef
-    from ..replication._target import Capabilities, Target
+    from ..replication.ddl import TableDef
+    from ..replication.target import Capabilities, Target
     from ._state import StateStore
 
 __all__ = ["ChunkResult", "CopyJob", "CopyTable", "copy_partition", "meta_columns", "meta_suffix"]
@@ -237,7 +237,7 @@ async def _open_sink(job: CopyJob) -> _Sink:
     if job.sink == "spool":
         assert job.spool_dir is not None
         return _SpoolSink(Path(job.spool_dir), job.spool_max_files)
-    from ..replication._target import open_target
+    from ..replication.target import open_target
     from ._state import StateStore
 
     target = await open_target(job.target_url)
@@ -248,7 +248,7 @@ async def _open_sink(job: CopyJob) -> _Sink:
 
 
 def _row_encoder(table: CopyTable, caps: Capabilities) -> Callable[[Any], str]:
-    from ..replication import _types
+    from ..replication import types as _types
 
     # a SELECT returns JSON as text (parsed_json=False), like MariaDB's binlog
     return _types.make_row_encoder(table.definition.columns, caps, parsed_json=False)

@@ -48,9 +48,9 @@ from ._source import Watermark, connect_source, gtid_set_at, normalize_create, r
 from ._state import ChunkStates, StateStore
 
 if TYPE_CHECKING:
-    from ..replication._ddl import TableDef
     from ..replication._source import SourceConnection
-    from ..replication._target import Target
+    from ..replication.ddl import TableDef
+    from ..replication.target import Target
 
 __all__ = [
     "SnapshotError",
@@ -395,7 +395,7 @@ class _Run:
         self._lease: Any = None
 
     async def _table_info(self, name: str) -> tuple[bool, str | None]:
-        from ..replication._target import quote_string
+        from ..replication.target import quote_string
 
         rows = await self.target.query(
             f"SELECT engine FROM system.tables WHERE database = {quote_string(self.target_database)} "
@@ -409,7 +409,7 @@ class _Run:
         refuses tables holding other rows. The unfinished snapshots whose tables it dropped cannot be resumed any
         more: they are marked ``superseded``."""
         from ..replication import _chschema
-        from ..replication._target import quote_ident
+        from ..replication.target import quote_ident
 
         existing: dict[str, str | None] = {}
         for name in definitions:
@@ -493,8 +493,8 @@ class _Run:
         """The tables of ``names`` that unfinished snapshots copied into and that hold no other rows, with those
         snapshots' ids. A row's ``_version`` names the chunk attempt that wrote it, and every attempt recorded
         its watermark before inserting anything."""
-        from ..replication._target import quote_ident, quote_string
         from ..replication._version import snapshot_version
+        from ..replication.target import quote_ident, quote_string
 
         versions: dict[str, set[int]] = {}  # snapshot id -> the versions of its attempts
         out: dict[str, list[str]] = {}
@@ -527,7 +527,7 @@ class _Run:
         return out
 
     async def _holds_rows(self, name: str) -> bool:
-        from ..replication._target import quote_ident
+        from ..replication.target import quote_ident
 
         rows = await self.target.query(f"SELECT count() FROM {quote_ident(self.target_database)}.{quote_ident(name)}")
         return bool(rows) and int(rows[0][0] or 0) > 0
@@ -542,7 +542,7 @@ class _Run:
 
     async def _meta_columns(self, name: str) -> tuple[str, ...]:
         """The meta columns the ClickHouse table has (it may predate this run, made by the replicator)."""
-        from ..replication._target import quote_string
+        from ..replication.target import quote_string
 
         rows = await self.target.query(
             f"SELECT name FROM system.columns WHERE database = {quote_string(self.target_database)} "
@@ -557,7 +557,7 @@ class _Run:
         return meta_columns("replacing_is_deleted" if "_is_deleted" in present else "replacing")
 
     async def _copy_tables(self, definitions: dict[str, TableDef], plans: dict[str, TablePlan]) -> dict[str, CopyTable]:
-        from ..replication._target import quote_ident
+        from ..replication.target import quote_ident
 
         out = {}
         for name, definition in definitions.items():
@@ -606,7 +606,7 @@ class _Run:
 
     async def _run(self) -> SnapshotResult:
         from ..replication._checkpoint import Checkpoint, load_checkpoint, save_checkpoint
-        from ..replication._ddl import parse_create_table
+        from ..replication.ddl import parse_create_table
 
         o = self.o
         started = time.monotonic()
@@ -995,7 +995,7 @@ async def run_snapshot(
     chdb directory, like the replicator, can pass it). ``on_progress`` is called every
     ``options.progress_interval`` seconds while chunks run.
     """
-    from ..replication._target import open_target
+    from ..replication.target import open_target
 
     own = target is None
     if target is None:

@@ -16,13 +16,12 @@ The low watermark of a chunk (see docs/snapshot.md, "Why the replica converges")
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MybinlogError, PreconditionError, SourceError
+from ..errors import PreconditionError, SourceConnectionError, SourceError
 from ..protocol._gtid import parse_gtid_set
 from ..protocol._position import BinlogPosition
 from ..replication._version import binlog_file_number
@@ -124,33 +123,16 @@ async def gtid_set_at(src: SourceConnection, watermark: Watermark) -> str | None
 async def stream_query(src: SourceConnection, sql: str, batch_rows: int) -> AsyncIterator[list[tuple[Any, ...]]]:
     """Rows of ``sql`` (run inside the connection's current transaction) in lists of up to ``batch_rows``,
     through an unbuffered cursor: memory holds one batch, not the chunk."""
-    from asyncmy.cursors import SSCursor
-
-    # SourceConnection has no streaming query with a WHERE clause (stream_rows reads whole tables); its asyncmy
-    # connection is used here, in this one place.
-    raw = src._binlog_conn._conn
-    cursor = raw.cursor(SSCursor)
-    executed = False
+    rows = src.stream_query(sql, batch_rows=batch_rows)
     try:
-        while True:
-            try:
-                if not executed:
-                    await cursor.execute(sql)
-                    executed = True
-                rows = await cursor.fetchmany(batch_rows)
-            except MybinlogError:
-                raise
-            except Exception as exc:  # asyncmy and OS errors, translated at the boundary
-                raise SourceError(
-                    f"{src.dsn.display}: reading a chunk failed ({type(exc).__name__}: {exc}); the query was "
-                    f"{sql[:300]}"
-                ) from exc
-            if not rows:
-                break
-            yield rows if isinstance(rows, list) else list(rows)
+        async for batch in rows:
+            yield batch
+    except SourceConnectionError:
+        raise
+    except SourceError as exc:
+        raise SourceError(f"{src.dsn.display}: reading a chunk failed ({exc}); the query was {sql[:300]}") from exc
     finally:
-        with contextlib.suppress(Exception):
-            await cursor.close()
+        await rows.aclose()
 
 
 _AUTO_INCREMENT = re.compile(r"\s+AUTO_INCREMENT=\d+")

@@ -1,10 +1,12 @@
 """One binlog connection to a MySQL or MariaDB server: connect, check, position, dump, read raw events.
 
 asyncmy does the connection phase (authentication including MySQL 8's caching_sha2_password, TLS) and runs the
-few control queries. The binlog dump command and the packet stream are ours, through the small private-API
-layer in :mod:`mybinlog.source._asyncmy`. :class:`BinlogConnection` moves bytes only: it returns each event's
-raw bytes (19-byte header, body, and the CRC32 when :attr:`BinlogConnection.checksum` is true) for the
-sans-IO decoder.
+control queries, through its public API. When the dump starts, the connection's socket is taken over
+(:mod:`mybinlog.source._asyncmy`, the one module that touches asyncmy's internals): the dump command is written
+and the packet stream read by :class:`~mybinlog.source._wire.WireProtocol` and the sans-IO
+:class:`~mybinlog.protocol._packets.PacketFramer` (packet headers, sequence ids, 16 MiB continuations, EOF and
+ERR packets). :class:`BinlogConnection` moves bytes only: it returns each event's raw bytes (19-byte header, body,
+and the CRC32 when :attr:`BinlogConnection.checksum` is true) for the sans-IO decoder.
 
 Every foreign exception is translated where it enters, by :func:`_translate_errors`:
 
@@ -24,13 +26,14 @@ import logging
 import random
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, NoReturn
 
 import asyncmy
 from asyncmy import errors as asyncmy_errors
+from asyncmy.cursors import SSCursor
 
 from ..errors import (
     AuthenticationError,
@@ -41,8 +44,18 @@ from ..errors import (
     SourceConnectionError,
     SourceError,
 )
+from ..protocol._packets import (
+    EofPacket,
+    ErrorPacket,
+    PacketFramer,
+    PacketSequenceError,
+    StopPacket,
+    encode_packets,
+    parse_error_packet,
+)
 from . import _asyncmy as compat
 from ._dsn import DSN
+from ._wire import ConnectionLost, WireProtocol
 
 __all__ = [
     "BINLOG_DUMP_NON_BLOCK",
@@ -158,16 +171,6 @@ def translate_server_error(
     return SourceError(f"{where}: {message}", errno=errno)
 
 
-def parse_error_packet(payload: bytes) -> tuple[int, str | None, str]:
-    """Split an ERR packet (``0xff``, errno u16, optional ``#`` + 5-char SQLSTATE, message)."""
-    if len(payload) < 3 or payload[0] != 0xFF:
-        return 0, None, "malformed error packet"
-    errno = payload[1] | (payload[2] << 8)
-    if payload[3:4] == b"#":
-        return errno, payload[4:9].decode("ascii", "replace"), payload[9:].decode("utf-8", "replace")
-    return errno, None, payload[3:].decode("utf-8", "replace")
-
-
 def _translate_exception(
     exc: BaseException, dsn: DSN, *, flavor: str | None = None, during: str = ""
 ) -> SourceError | None:
@@ -176,11 +179,11 @@ def _translate_exception(
     if isinstance(exc, asyncmy_errors.MySQLError):
         errno, message = _mysql_error_args(exc)
         return translate_server_error(dsn, errno, message, flavor=flavor, during=during)
-    if isinstance(exc, compat.ConnectionLost):
+    if isinstance(exc, ConnectionLost):
         return SourceConnectionError(
             f"{dsn.display}: lost the connection{context}: {exc}; reconnect and resume from the last position"
         )
-    if isinstance(exc, compat.ProtocolDesync):
+    if isinstance(exc, PacketSequenceError):
         return SourceConnectionError(
             f"{dsn.display}: the packet stream is out of sync ({exc}); reconnect and resume from the last position"
         )
@@ -425,10 +428,10 @@ class BinlogConnection:
         self.idle_timeout = idle_timeout
         self.checksum = checksum
         """Whether streamed events end with a 4-byte CRC32 (the server's ``binlog_checksum`` is CRC32)."""
-        self._reader: compat.PacketReader | None = None
+        self._wire: WireProtocol | None = None  # the socket, once the dump started
         self._batch: list[bytes] = []  # received events not yet returned: self._batch[self._batch_index:]
         self._batch_index = 0
-        self._stop: bytes | None = None  # the non-event packet (EOF, error) after the batch
+        self._stop: StopPacket | None = None  # the non-event packet (EOF, error) after the batch
         self._finished = False
         self._closed = False
         self._broken: str | None = None
@@ -495,7 +498,7 @@ class BinlogConnection:
                         check_preconditions=check_preconditions,
                     )
                 except BaseException:
-                    compat.close_transport(conn)
+                    conn.close()
                     raise
         except TimeoutError as exc:
             raise SourceConnectionError(
@@ -587,7 +590,7 @@ class BinlogConnection:
     def _check_queryable(self) -> None:
         if self._closed:
             raise ConfigurationError(f"{self.dsn.display}: the connection is closed")
-        if self._reader is not None:
+        if self._wire is not None:
             raise ConfigurationError(
                 f"{self.dsn.display}: this connection is streaming the binlog and cannot run queries; "
                 "open a second BinlogConnection for control queries"
@@ -631,6 +634,33 @@ class BinlogConnection:
         """``SHOW BINARY LOGS``: the binlog files still on the server, oldest first, with their sizes."""
         rows = await self.query("SHOW BINARY LOGS")
         return [(_text(row[0]), int(row[1])) for row in rows]
+
+    async def stream_query(
+        self, sql: str, args: tuple[object, ...] | None = None, *, batch_rows: int = 10_000
+    ) -> AsyncGenerator[list[tuple[Any, ...]], None]:
+        """The rows of a control query in lists of up to ``batch_rows``, through an unbuffered cursor (memory
+        holds one list, not the result). Like :meth:`query`, only before :meth:`start_dump`.
+
+        Close the iterator (``aclose()``, or read it to the end) before the next query: the server sends the
+        rest of the result first, and closing reads it.
+        """
+        self._check_queryable()
+        if batch_rows < 1:
+            raise ConfigurationError(f"batch_rows must be at least 1, got {batch_rows!r}")
+        during = sql.split(" ", 1)[0].lower()
+        cursor = self._conn.cursor(SSCursor)
+        try:
+            with _translate_errors(self.dsn, flavor=self.info.flavor, during=during):
+                await cursor.execute(sql, args)
+            while True:
+                with _translate_errors(self.dsn, flavor=self.info.flavor, during=during):
+                    rows = await cursor.fetchmany(batch_rows)
+                if not rows:
+                    return
+                yield rows if isinstance(rows, list) else list(rows)
+        finally:
+            with contextlib.suppress(Exception):
+                await cursor.close()
 
     # ---- the dump -------------------------------------------------------------------------------------
 
@@ -694,10 +724,15 @@ class BinlogConnection:
                 payload = encode_binlog_dump(file=file, position=position, server_id=self.server_id, flags=flags)
             description = f"{file}:{position}"
 
-        conn = self._conn
-        with _translate_errors(self.dsn, flavor=info.flavor, during="starting the binlog dump"):
-            await compat.send_command(conn, payload)
-            self._reader = compat.PacketReader(conn, idle_timeout=self.idle_timeout)
+        try:
+            with _translate_errors(self.dsn, flavor=info.flavor, during="starting the binlog dump"):
+                wire = self._take_over()
+                await wire.send(encode_packets(payload))  # a new exchange: sequence ids from 0
+        except BaseException as exc:
+            if self._wire is not None:  # the socket is no longer asyncmy's: it serves nothing else
+                self._broken = f"the binlog dump could not be started ({type(exc).__name__})"
+                self._close_socket()
+            raise
         logger.info(
             "%s: binlog dump from %s (%s, replica server_id %d)",
             self.dsn.display,
@@ -707,8 +742,23 @@ class BinlogConnection:
         )
         # The server answers with the first event (a fake ROTATE) once positioned, or with an error.
         await self._refill()
-        if not self._batch and self._stop is not None and self._stop[:1] == b"\xff":
+        if not self._batch and isinstance(self._stop, ErrorPacket):
             self._handle_stop()
+
+    def _take_over(self) -> WireProtocol:
+        """Move the socket from asyncmy to a :class:`WireProtocol` (before anything is awaited, so no byte can
+        reach asyncmy in between); bytes asyncmy received and did not consume go to the framer first."""
+        taken = compat.take_over_transport(self._conn)
+        if taken is None:
+            raise ConnectionLost("the connection is closed")
+        transport, leftover = taken
+        framer = PacketFramer(next_seq=1)  # the server's answers to the dump command count from 1
+        if leftover:
+            framer.feed(leftover)
+        wire = WireProtocol(transport, framer, idle_timeout=self.idle_timeout)
+        transport.set_protocol(wire)
+        self._wire = wire
+        return wire
 
     def _prepare_mysql_gtid(self, gtid_set: object, flags: int) -> bytes:
         from ..protocol._gtid import MySQLGtidSet
@@ -747,21 +797,21 @@ class BinlogConnection:
         The batch and the packet that ended it are stored before anything is returned, so a caller cancelled
         while waiting loses nothing.
         """
-        reader = self._reader
-        if reader is None:
+        wire = self._wire
+        if wire is None:
             raise ConfigurationError(f"{self.dsn.display}: call start_dump() before read_event()")
         if self._broken is not None:
             raise SourceConnectionError(f"{self.dsn.display}: the connection is unusable ({self._broken}); reconnect")
         if self._finished:
             return False
         try:
-            batch, stop = await reader.read_ok_batch()
+            batch, stop = await wire.read_batch()
         except Exception as exc:
             error = _translate_exception(exc, self.dsn, flavor=self.info.flavor, during="reading the binlog")
             if error is None:
                 raise
             self._broken = error.message
-            compat.close_transport(self._conn)
+            self._close_socket()
             raise error from exc
         self._batch = batch
         self._batch_index = 0
@@ -773,23 +823,24 @@ class BinlogConnection:
         packet = self._stop
         assert packet is not None
         self._stop = None
-        if packet[:1] == b"\xfe":
+        if isinstance(packet, EofPacket):
             self._finished = True
             logger.debug("%s: end of the non-blocking binlog dump", self.dsn.display)
             return
-        if packet[:1] == b"\xff":
+        if isinstance(packet, ErrorPacket):
             self._fail(packet)
-        self._broken = f"unexpected packet starting with {packet[:1].hex() or 'nothing'}"
-        compat.close_transport(self._conn)
+        self._broken = f"unexpected packet starting with {packet.payload[:1].hex() or 'nothing'}"
+        self._close_socket()
         raise SourceConnectionError(
             f"{self.dsn.display}: {self._broken} in the binlog stream; reconnect and resume from the last position"
         )
 
-    def _fail(self, packet: bytes) -> NoReturn:
-        errno, _state, message = parse_error_packet(packet)
-        error = translate_server_error(self.dsn, errno, message, flavor=self.info.flavor, during="binlog dump")
+    def _fail(self, packet: ErrorPacket) -> NoReturn:
+        error = translate_server_error(
+            self.dsn, packet.errno, packet.message, flavor=self.info.flavor, during="binlog dump"
+        )
         self._broken = error.message
-        compat.close_transport(self._conn)
+        self._close_socket()
         raise error
 
     async def read_event(self) -> bytes | None:
@@ -832,17 +883,17 @@ class BinlogConnection:
 
     def statistics(self) -> TransportStatistics:
         """How much is received but not yet returned, and whether socket reads are paused for it."""
-        reader = self._reader
+        wire = self._wire
         return TransportStatistics(
-            buffered_bytes=reader.buffered if reader is not None else 0,
+            buffered_bytes=wire.buffered if wire is not None else 0,
             pending_events=len(self._batch) - self._batch_index,
-            reading_paused=reader.paused if reader is not None else False,
+            reading_paused=wire.paused if wire is not None else False,
         )
 
     @property
     def streaming(self) -> bool:
         """True once :meth:`start_dump` succeeded and until the stream ended or failed."""
-        return self._reader is not None and not self._finished and self._broken is None and not self._closed
+        return self._wire is not None and not self._finished and self._broken is None and not self._closed
 
     # ---- closing --------------------------------------------------------------------------------------
 
@@ -851,11 +902,16 @@ class BinlogConnection:
         if self._closed:
             return
         self._closed = True
-        conn = self._conn
-        if self._reader is None and self._broken is None:
+        if self._wire is None and self._broken is None:
             with contextlib.suppress(Exception):
-                await conn.ensure_closed()
-        compat.close_transport(conn)
+                await self._conn.ensure_closed()
+        self._close_socket()
+
+    def _close_socket(self) -> None:
+        """Close the socket at once, without COM_QUIT (a connection in a binlog dump cannot take commands)."""
+        if self._wire is not None:
+            self._wire.close()
+        self._conn.close()  # asyncmy's public close(): closes the transport (again) and marks it disconnected
 
     async def __aenter__(self) -> BinlogConnection:
         return self

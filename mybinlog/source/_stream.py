@@ -29,6 +29,7 @@ from ..protocol._events import (
 )
 from ..protocol._gtid import GtidSet, MariaDBGtidSet, MySQLGtidSet, parse_gtid_set
 from ..protocol._position import PASSIVE_TYPES, BinlogPosition, PositionTracker
+from ..protocol._transaction import Transaction, TransactionCollector
 from ._connection import BinlogConnection, ServerInfo
 from ._dsn import DSN
 
@@ -348,6 +349,18 @@ class BinlogStream:
         if next_event is None:
             raise StopAsyncIteration
         return next_event
+
+    async def transactions(self) -> AsyncIterator[Transaction]:
+        """The events as whole transactions: each :class:`~mybinlog.Transaction` holds the events of one transaction
+        (from its GTID or BEGIN to its XID or COMMIT; events between transactions, such as ROTATE, heartbeats or
+        FORMAT_DESCRIPTION, are left out) and ``position``, the boundary after it: persist it once the transaction is
+        handled and start again with ``BinlogStream(resume_from=position)``. Ends with a non-blocking stream."""
+        collector = TransactionCollector()
+        add = collector.add
+        async for event in self:
+            txn = add(event, self.position)
+            if txn is not None:
+                yield txn
 
     async def next_event(self) -> Event | None:
         """The next event, or None at the end of a non-blocking stream."""

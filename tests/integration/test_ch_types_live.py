@@ -29,10 +29,10 @@ from typing import Any
 import asyncmy
 import pytest
 
-from mybinlog.replication import _ddl
+from mybinlog.replication import ddl
 from mybinlog.replication._chschema import alter_sql, create_table_sql, sorting_key
-from mybinlog.replication._ddl import TableDef, parse_create_table
-from mybinlog.replication._types import (
+from mybinlog.replication.ddl import TableDef, parse_create_table
+from mybinlog.replication.types import (
     canonical,
     clickhouse_type,
     column_kind,
@@ -252,11 +252,11 @@ async def _wait_mutations(target: Any) -> None:
 async def _apply(target: Any, table: TableDef, statement: str) -> tuple[TableDef, list[str] | str]:
     """Apply one MySQL ALTER TABLE to ``table`` and run what alter_sql makes of it; returns the new definition and
     the statements (or the reason ClickHouse cannot follow)."""
-    (op,) = _ddl.parse_ddl(statement, "db")
-    assert isinstance(op, _ddl.AlterTable)
+    (op,) = ddl.parse_ddl(statement, "db")
+    assert isinstance(op, ddl.AlterTable)
     ran: list[str] = []
     for action in op.actions:
-        new = _ddl.apply_alter(table, action)
+        new = ddl.apply_alter(table, action)
         result = alter_sql(table, new, action, database=target.database, engine="replacing", caps=target.capabilities)
         if isinstance(result, str):
             return table, result

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from mybinlog.replication._target import quote_ident
+from mybinlog.replication.target import quote_ident
 from mybinlog.testing._clickhouse import ClickHouseServer
 from tests.servers import MariaDBServer
 

@@ -1,6 +1,6 @@
 """Replication into real ClickHouse (the 18.16 server over HTTP and embedded chdb) from a real MariaDB.
 
-Every scenario ends with :func:`mybinlog.replication._verify.verify` (row counts, checksums over all columns,
+Every scenario ends with :func:`mybinlog.replication.verify` (row counts, checksums over all columns,
 duplicates through FINAL) reporting equality, plus an independent count query.
 """
 
@@ -13,11 +13,10 @@ from typing import Any
 import pytest
 
 from mybinlog.errors import ConfigurationError
-from mybinlog.replication import ReplicationSettings, Replicator, Target, load_checkpoint
+from mybinlog.replication import ReplicationSettings, Replicator, Target, load_checkpoint, verify
 from mybinlog.replication._chschema import alive_predicate
-from mybinlog.replication._target import quote_ident
-from mybinlog.replication._verify import verify
-from mybinlog.sharing._sharing import BinlogClient
+from mybinlog.replication.target import quote_ident
+from mybinlog.sharing import BinlogClient
 from tests.servers import MariaDBServer
 from tests.workload import Workload
 

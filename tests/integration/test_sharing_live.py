@@ -16,6 +16,7 @@ import pytest
 
 from mybinlog import (
     AuthenticationError,
+    BinlogDetachedError,
     BinlogPosition,
     DecodeError,
     Event,
@@ -26,7 +27,7 @@ from mybinlog import (
     XidEvent,
 )
 from mybinlog.cli._status import register
-from mybinlog.sharing._sharing import Binlog, BinlogClient, BinlogClientFactory, BinlogDetachedError, EventSource
+from mybinlog.sharing import Binlog, BinlogClient, BinlogClientFactory, EventSource
 from mybinlog.testing._mariadb import MariaDBServer
 
 COLUMNS_COUNT = 19

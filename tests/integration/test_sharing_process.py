@@ -16,8 +16,9 @@ from typing import Any
 
 from mybinlog import BinlogStream, GtidEvent, MariadbGtidEvent, MariaDBGtidSet, QueryEvent, RowsEvent
 from mybinlog.cli._status import server_facts
-from mybinlog.sharing._sharing import StatusReadError, read_status
+from mybinlog.errors import StatusReadError
 from mybinlog.source._dsn import DSN
+from mybinlog.status import read_status
 from mybinlog.testing._mariadb import MariaDBServer
 
 ROOT = Path(__file__).resolve().parents[2]

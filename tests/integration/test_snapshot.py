@@ -143,7 +143,7 @@ async def _catch_up(dsn: str, target_url: str, db: str) -> None:
 
 
 async def _verify(dsn: str, target_url: str, db: str) -> Any:
-    from mybinlog.replication._verify import verify
+    from mybinlog.replication import verify
 
     target = await open_target_(target_url)
     try:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mybinlog import ConfigurationError
-from mybinlog.replication._target import (
+from mybinlog.replication.target import (
     Capabilities,
     ChdbTarget,
     HttpTarget,

@@ -414,6 +414,29 @@ async def test_no_queries_while_streaming(repl: BinlogConnection) -> None:
         await repl.start_dump(blocking=True)
 
 
+async def test_stream_query_reads_in_batches_and_translates_errors(mariadb: MariaDBServer, db: str) -> None:
+    mariadb.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(10))")
+    mariadb.execute(f"INSERT INTO {db}.t SELECT seq, CONCAT('v', seq) FROM {db}.seq_1_to_2500")
+    async with await BinlogConnection.connect(DSN.parse(mariadb.admin_dsn), heartbeat_period=0) as conn:
+        batches = [b async for b in conn.stream_query(f"SELECT id, v FROM {db}.t ORDER BY id", batch_rows=1000)]
+        assert [len(b) for b in batches] == [1000, 1000, 500]
+        assert [r for b in batches for r in b] == [(i, f"v{i}") for i in range(1, 2501)]
+        # closed early: the rest of the result is read, and the connection serves the next query
+        rows = conn.stream_query(f"SELECT id FROM {db}.t WHERE id > %s ORDER BY id", (2000,), batch_rows=10)
+        first = await anext(rows)
+        assert first == [(i,) for i in range(2001, 2011)]
+        await rows.aclose()
+        assert await conn.query("SELECT 1") == [(1,)]
+        with pytest.raises(SourceError) as info:
+            async for _ in conn.stream_query(f"SELECT nope FROM {db}.t"):
+                pass
+        assert info.value.errno == 1054
+        assert DSN.parse(mariadb.admin_dsn).password not in str(info.value)
+        await conn.start_dump(blocking=False)
+        with pytest.raises(ConfigurationError, match="streaming"):
+            await anext(conn.stream_query("SELECT 1"))
+
+
 async def test_read_before_start_dump_is_an_error(repl: BinlogConnection) -> None:
     with pytest.raises(ConfigurationError, match="start_dump"):
         await repl.read_event()

@@ -1,74 +1,80 @@
-"""The asyncmy private-API layer: compatibility check, command writing, packet reading, flow control.
+"""The asyncmy coupling (mybinlog/source/_asyncmy.py): the compatibility check, the version pin, the hand-over of
+the socket, and a whole dump driven through a real asyncmy ``Connection`` object with scripted bytes.
 
-The reader is driven through asyncmy's real protocol object, fed with bytes the way asyncio's socket transport
-feeds it (``get_buffer`` + ``buffer_updated``); the transport below only records writes and pause/resume calls.
+The asyncmy objects are real (``Connection``, ``_MySQLProtocol`` fed the way asyncio feeds it); only the
+transport is a recording stand-in that answers the dump command with scripted server bytes. If an asyncmy
+release changes what mybinlog relies on, these tests fail.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from asyncmy import connection as _asyncmy_connection
 
-from mybinlog.errors import ConfigurationError
+from mybinlog.errors import BinlogPurgedError, ConfigurationError, SourceConnectionError
 from mybinlog.source import _asyncmy as compat
+from mybinlog.source._connection import BinlogConnection, ServerInfo, encode_binlog_dump
+from mybinlog.source._dsn import DSN
+from mybinlog.source._wire import WireProtocol
 
-MAX = compat.MAX_PACKET_PAYLOAD
 asyncmy_connection: Any = _asyncmy_connection  # private attributes are not in asyncmy's stubs
+ROOT = Path(__file__).resolve().parents[2]
+EOF = b"\xfe\x00\x00\x02\x00"
 
 
 class RecordingTransport(asyncio.Transport):
+    """Records writes; ``respond(data)`` (if set) is called with each write and returns the server's answer,
+    which is delivered to the current protocol as asyncio's selector transport would."""
+
     def __init__(self) -> None:
         super().__init__()
         self.written = bytearray()
-        self.paused = False
-        self.pause_calls = 0
-        self.resume_calls = 0
         self.closed = False
+        self.protocol: Any = None
+        self.respond: Callable[[bytes], bytes] | None = None
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self.protocol = protocol
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self.protocol  # type: ignore[no-any-return]
 
     def write(self, data: Any) -> None:
         self.written += data
+        if self.respond is not None:
+            deliver(self.protocol, self.respond(bytes(data)))
 
     def is_closing(self) -> bool:
         return self.closed
 
     def close(self) -> None:
-        self.closed = True
-
-    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
-        self.protocol = protocol
+        if not self.closed:
+            self.closed = True
+            asyncio.get_running_loop().call_soon(self.protocol.connection_lost, None)
 
     def pause_reading(self) -> None:
-        self.paused = True
-        self.pause_calls += 1
+        pass
 
     def resume_reading(self) -> None:
-        self.paused = False
-        self.resume_calls += 1
+        pass
 
 
-def make_conn() -> tuple[Any, Any, RecordingTransport]:
-    loop = asyncio.get_running_loop()
-    conn = asyncmy_connection.Connection(user="test", password="")
-    proto = asyncmy_connection._MySQLProtocol(loop)
-    transport = RecordingTransport()
-    proto.connection_made(transport)
-    conn._proto = proto
-    conn._transport = transport
-    conn._next_seq_id = 1  # as after a command was sent
-    return conn, proto, transport
-
-
-def feed(proto: Any, data: bytes) -> None:
-    """Deliver bytes as asyncio's selector transport does: into the protocol's own buffer."""
+def deliver(protocol: Any, data: bytes) -> None:
+    """As asyncio's selector transport feeds a buffered protocol: into the protocol's own buffer."""
     view = memoryview(data)
     while view:
-        buf = proto.get_buffer(len(view))
+        buf = protocol.get_buffer(-1)
         n = min(len(buf), len(view))
         buf[:n] = view[:n]
-        proto.buffer_updated(n)
+        del buf
+        protocol.buffer_updated(n)
         view = view[n:]
 
 
@@ -77,279 +83,229 @@ def packet(payload: bytes, seq: int) -> bytes:
     return bytes((n & 0xFF, (n >> 8) & 0xFF, n >> 16, seq & 0xFF)) + payload
 
 
-def wire(payload: bytes, first_seq: int = 1) -> bytes:
-    """A payload as the server sends it: split into 16 MiB - 1 packets, empty packet after an exact multiple."""
-    out = []
-    seq = first_seq
-    offset = 0
-    while True:
-        chunk = payload[offset : offset + MAX]
-        out.append(packet(chunk, seq))
-        seq += 1
-        offset += len(chunk)
-        if len(chunk) < MAX:
-            return b"".join(out)
+def make_asyncmy_conn() -> tuple[Any, Any, RecordingTransport]:
+    """A real asyncmy Connection in the state asyncmy.connect() leaves it: protocol and transport attached."""
+    loop = asyncio.get_running_loop()
+    conn = asyncmy_connection.Connection(user="repl", password="")
+    proto = asyncmy_connection._MySQLProtocol(loop)
+    transport = RecordingTransport()
+    proto.connection_made(transport)
+    transport.set_protocol(proto)
+    conn._proto = proto
+    conn._transport = transport
+    conn._connected = True
+    return conn, proto, transport
 
 
-def test_check_asyncmy_compat_passes_for_installed_version() -> None:
-    compat.check_asyncmy_compat()
+def make_binlog_conn(conn: Any) -> BinlogConnection:
+    info = ServerInfo(
+        flavor="mariadb",
+        version=(10, 11, 6),
+        version_string="10.11.6-MariaDB",
+        server_id=1,
+        server_uuid=None,
+        gtid_mode=True,
+        log_bin=True,
+        binlog_format="ROW",
+        binlog_row_image="FULL",
+        binlog_row_metadata="FULL",
+        binlog_checksum="CRC32",
+    )
+    dsn = DSN(host="db", port=3306, user="repl", password="Pw-not-Shown9")
+    return BinlogConnection(conn, dsn, info, server_id=77, heartbeat_period=0, idle_timeout=None, checksum=True)
+
+
+def event(type_code: int, body: bytes = b"") -> bytes:
+    size = 19 + len(body) + 4
+    return (
+        bytes(4)
+        + bytes([type_code])
+        + (1).to_bytes(4, "little")
+        + size.to_bytes(4, "little")
+        + bytes(6)
+        + body
+        + bytes(4)
+    )
+
+
+# -- the check and the pin ------------------------------------------------------------------------------------
+
+
+def test_check_asyncmy_compat_passes_for_installed_version(caplog: pytest.LogCaptureFixture) -> None:
+    compat._checked = False
+    with caplog.at_level(logging.WARNING, logger="mybinlog.transport"):
+        compat.check_asyncmy_compat()
     assert compat.ASYNCMY_VERSION not in ("", "unknown")
+    assert not caplog.records, "the installed asyncmy is outside the supported range"
 
 
-def test_check_asyncmy_compat_fails_loudly_naming_the_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    class NotAProtocol:
-        pass
+def test_supported_range_is_the_pin_in_pyproject() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pins = [d for d in project["dependencies"] if d.replace(" ", "").startswith("asyncmy")]
+    assert pins == [f"asyncmy{compat.SUPPORTED_ASYNCMY}"]
+    low, high = compat._SUPPORTED_RANGE
+    spec = f">={'.'.join(map(str, low))},<{'.'.join(map(str, high))}"
+    assert spec == compat.SUPPORTED_ASYNCMY
+    installed = compat._version_tuple(compat.ASYNCMY_VERSION)
+    assert installed is not None
+    assert low <= installed < high, "the tests run against an asyncmy outside the pinned range"
+
+
+def test_check_fails_loudly_naming_both_versions_when_the_transport_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    class ChangedConnection:
+        _proto = None  # but no _transport
 
     monkeypatch.setattr(compat, "_checked", False)
-    monkeypatch.setattr(asyncmy_connection, "_MySQLProtocol", NotAProtocol)
+    monkeypatch.setattr(asyncmy_connection, "Connection", ChangedConnection)
     with pytest.raises(ConfigurationError) as info:
         compat.check_asyncmy_compat()
     message = str(info.value)
-    assert f"asyncmy {compat.ASYNCMY_VERSION}" in message
-    assert "BufferedProtocol" in message
-    assert "pip install" in message
+    assert f"asyncmy {compat.ASYNCMY_VERSION} is not compatible" in message
+    assert "Connection._transport is missing" in message
+    assert f"supports asyncmy {compat.SUPPORTED_ASYNCMY}" in message
+    assert f"pip install 'asyncmy{compat.SUPPORTED_ASYNCMY}'" in message
 
 
-def test_check_asyncmy_compat_detects_changed_signature(monkeypatch: pytest.MonkeyPatch) -> None:
-    class ChangedProtocol(asyncmy_connection._MySQLProtocol):  # type: ignore[misc]
-        async def wait_for_data(self, need: int, extra: float) -> None:
-            raise NotImplementedError
-
+@pytest.mark.parametrize("attr", ["buffer", "pos", "length"])
+def test_check_fails_when_the_receive_buffer_changed(monkeypatch: pytest.MonkeyPatch, attr: str) -> None:
+    names = {"buffer": None, "pos": 0, "length": 0}
+    del names[attr]
+    changed = type("ChangedProtocol", (asyncio.BufferedProtocol,), names)
     monkeypatch.setattr(compat, "_checked", False)
-    monkeypatch.setattr(asyncmy_connection, "_MySQLProtocol", ChangedProtocol)
-    with pytest.raises(ConfigurationError, match=r"wait_for_data takes \(self, need, extra\)"):
+    monkeypatch.setattr(asyncmy_connection, "_MySQLProtocol", changed)
+    with pytest.raises(ConfigurationError, match=rf"_MySQLProtocol\.{attr} is missing"):
         compat.check_asyncmy_compat()
 
 
-async def test_send_command_small() -> None:
-    conn, _proto, transport = make_conn()
-    await compat.send_command(conn, b"\x12payload")
-    assert bytes(transport.written) == b"\x08\x00\x00\x00\x12payload"
-    assert conn._next_seq_id == 1
+def test_check_warns_about_a_version_outside_the_range(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(compat, "_checked", False)
+    monkeypatch.setattr(compat, "ASYNCMY_VERSION", "0.3.1")
+    with caplog.at_level(logging.WARNING, logger="mybinlog.transport"):
+        compat.check_asyncmy_compat()
+    assert "asyncmy 0.3.1 is outside the versions mybinlog is tested with (>=0.2.18,<0.2.19)" in caplog.text
 
 
-@pytest.mark.parametrize(("size", "sizes"), [(MAX - 1, [MAX - 1]), (MAX, [MAX, 0]), (MAX + 5, [MAX, 5])])
-async def test_send_command_splits_16mib_payloads(size: int, sizes: list[int]) -> None:
-    conn, _proto, transport = make_conn()
-    payload = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
-    await compat.send_command(conn, payload)
-    written = bytes(transport.written)
-    pos = 0
-    seen = []
-    body = bytearray()
-    for seq, expected in enumerate(sizes):
-        n = int.from_bytes(written[pos : pos + 3], "little")
-        assert written[pos + 3] == seq
-        assert n == expected
-        body += written[pos + 4 : pos + 4 + n]
-        pos += 4 + n
-        seen.append(n)
-    assert pos == len(written)
-    assert bytes(body) == payload
-    assert conn._next_seq_id == len(sizes)
+def test_version_tuple() -> None:
+    assert compat._version_tuple("0.2.18") == (0, 2, 18)
+    assert compat._version_tuple("0.2.19rc1") == (0, 2, 19)
+    assert compat._version_tuple("unknown") is None
 
 
-async def test_reads_many_packets_from_one_chunk() -> None:
-    conn, proto, _t = make_conn()
-    payloads = [b"\x00" + bytes([i]) * i for i in range(1, 50)]
-    feed(proto, b"".join(packet(p, seq) for seq, p in enumerate(payloads, start=1)))
-    reader = compat.PacketReader(conn)
-    got = [await reader.read() for _ in payloads]
-    assert got == payloads
-    assert reader.buffered == 0
-    assert reader.next_seq == 50
+# -- the hand-over ------------------------------------------------------------------------------------------
 
 
-async def test_reads_packets_delivered_byte_by_byte() -> None:
-    conn, proto, _t = make_conn()
-    payloads = [b"abc", b"", b"\x00" * 300]
-    data = b"".join(packet(p, seq) for seq, p in enumerate(payloads, start=1))
-    reader = compat.PacketReader(conn)
-
-    async def produce() -> None:
-        for i in range(len(data)):
-            feed(proto, data[i : i + 1])
-            await asyncio.sleep(0)
-
-    producer = asyncio.create_task(produce())
-    got = [await reader.read() for _ in payloads]
-    await producer
-    assert got == payloads
+async def test_unconsumed_bytes_are_what_asyncmy_did_not_read() -> None:
+    """asyncmy's own reader consumes buffer[pos:...] and leaves the rest: exactly what is handed over."""
+    conn, proto, transport = make_asyncmy_conn()
+    conn._next_seq_id = 1
+    deliver(proto, packet(b"\x00\x00\x00\x02\x00\x00\x00", 1) + packet(b"\xfe\x00\x00", 2) + b"\x05\x00")
+    first = await conn.read_packet()
+    assert first.get_all_data() == b"\x00\x00\x00\x02\x00\x00\x00"
+    taken = compat.take_over_transport(conn)
+    assert taken is not None
+    assert taken[0] is transport
+    assert taken[1] == packet(b"\xfe\x00\x00", 2) + b"\x05\x00"
 
 
-@pytest.mark.parametrize("size", [MAX - 1, MAX, MAX + 1, 2 * MAX + 7])
-async def test_reassembles_multi_packet_payloads(size: int) -> None:
-    conn, proto, _t = make_conn()
-    payload = b"\x00" + b"e" * (size - 1)
-    feed(proto, wire(payload) + packet(b"\x00next", (size // MAX + 2) & 0xFF))
-    reader = compat.PacketReader(conn, high_water=0)
-    assert await reader.read() == payload
-    assert await reader.read() == b"\x00next"
+async def test_take_over_with_nothing_buffered() -> None:
+    conn, _proto, transport = make_asyncmy_conn()
+    assert compat.take_over_transport(conn) == (transport, b"")
 
 
-async def test_sequence_numbers_wrap_at_256() -> None:
-    conn, proto, _t = make_conn()
-    feed(proto, b"".join(packet(b"\x00" + bytes([i & 0xFF]), (i + 1) & 0xFF) for i in range(600)))
-    reader = compat.PacketReader(conn)
-    for i in range(600):
-        assert await reader.read() == b"\x00" + bytes([i & 0xFF])
+async def test_take_over_of_a_closed_connection() -> None:
+    conn, _proto, transport = make_asyncmy_conn()
+    transport.closed = True
+    assert compat.take_over_transport(conn) is None
+    conn._transport = None
+    assert compat.take_over_transport(conn) is None
 
 
-async def test_wrong_sequence_number_is_desync() -> None:
-    conn, proto, _t = make_conn()
-    feed(proto, packet(b"\x00ok", 1) + packet(b"\x00bad", 5))
-    reader = compat.PacketReader(conn)
-    assert await reader.read() == b"\x00ok"
-    with pytest.raises(compat.ProtocolDesync, match="sequence number 5 where 2"):
-        await reader.read()
+async def test_take_over_refuses_something_that_is_not_an_asyncio_transport() -> None:
+    conn, _proto, _transport = make_asyncmy_conn()
+
+    class Socketish:
+        def is_closing(self) -> bool:
+            return False
+
+    conn._transport = Socketish()
+    with pytest.raises(ConfigurationError, match=r"not an asyncio\.Transport"):
+        compat.take_over_transport(conn)
 
 
-async def test_error_packet_with_sequence_zero_is_returned() -> None:
-    # MariaDB sends its shutdown error with sequence 0 in the middle of a stream.
-    conn, proto, _t = make_conn()
-    error = b"\xff\x87\x07#70100Connection was killed"
-    feed(proto, packet(b"\x00ev", 1) + packet(error, 0))
-    reader = compat.PacketReader(conn)
-    assert await reader.read() == b"\x00ev"
-    assert await reader.read() == error
+# -- a whole dump through a real asyncmy Connection, scripted server bytes ------------------------------------
 
 
-async def test_eof_raises_connection_lost() -> None:
-    conn, proto, _t = make_conn()
-    feed(proto, packet(b"\x00ev", 1) + b"\x10\x00")  # a packet, then half a header
-    proto.eof_received()
-    reader = compat.PacketReader(conn)
-    assert await reader.read() == b"\x00ev"
-    with pytest.raises(compat.ConnectionLost, match="closed the connection"):
-        await reader.read()
-
-
-async def test_connection_reset_while_waiting_raises_connection_lost() -> None:
-    conn, proto, _t = make_conn()
-    reader = compat.PacketReader(conn)
-    task = asyncio.create_task(reader.read())
-    await asyncio.sleep(0)
-    assert not task.done()
-    proto.connection_lost(ConnectionResetError(104, "Connection reset by peer"))
-    with pytest.raises(compat.ConnectionLost, match="reset by peer"):
-        await task
-
-
-async def test_idle_timeout_raises_connection_lost() -> None:
-    conn, _proto, _t = make_conn()
-    reader = compat.PacketReader(conn, idle_timeout=0.05)
-    with pytest.raises(compat.ConnectionLost, match=r"no data from the server for 0.05 s"):
-        await reader.read()
-
-
-async def test_cancelled_read_loses_nothing() -> None:
-    conn, proto, _t = make_conn()
-    payload = b"\x00" + b"z" * (MAX + 100)
-    data = wire(payload)
-    reader = compat.PacketReader(conn, high_water=0)
-    # first part of a multi-packet payload plus half of the second packet's header
-    feed(proto, data[: MAX + 4 + 2])
-    task = asyncio.create_task(reader.read())
-    await asyncio.sleep(0)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    feed(proto, data[MAX + 4 + 2 :])
-    assert await reader.read() == payload
-
-
-async def test_flow_control_pauses_and_resumes_the_transport() -> None:
-    conn, proto, transport = make_conn()
-    reader = compat.PacketReader(conn, high_water=1000)
-    payloads = [b"\x00" + bytes([i]) * 99 for i in range(30)]  # 30 * 104 bytes on the wire
-    feed(proto, b"".join(packet(p, seq) for seq, p in enumerate(payloads, start=1)))
-    assert transport.paused
-    assert reader.paused
-    got = []
-    while transport.paused:
-        got.append(await reader.read())
-    # resumed once fewer than high_water // 4 bytes were left
-    assert reader.buffered < 250
-    assert transport.resume_calls == 1
-    while len(got) < len(payloads):
-        got.append(await reader.read())
-    assert got == payloads
-
-
-async def test_flow_control_resumes_for_a_packet_larger_than_high_water() -> None:
-    conn, proto, transport = make_conn()
-    reader = compat.PacketReader(conn, high_water=100)
-    big = b"\x00" + b"b" * 999
-    data = packet(big, 1)
-    feed(proto, data[:500])
-    assert transport.paused
-    task = asyncio.create_task(reader.read())
-    await asyncio.sleep(0)
-    assert not transport.paused  # the reader needs the rest of the packet, so it reads on
-    feed(proto, data[500:])
-    assert await task == big
-
-
-async def test_read_packet_keeps_asyncmy_sequence_in_sync() -> None:
-    conn, proto, _t = make_conn()
-    await compat.send_command(conn, b"\x03SELECT 1")
-    feed(proto, packet(b"\x00\x00\x00\x02\x00\x00\x00", 1))
-    assert await compat.read_packet(conn) == b"\x00\x00\x00\x02\x00\x00\x00"
-    assert conn._next_seq_id == 2
-
-
-async def test_close_transport_closes_without_quit() -> None:
-    conn, _proto, transport = make_conn()
-    compat.close_transport(conn)
+async def test_dump_takes_the_socket_over_and_reads_through_the_framer() -> None:
+    conn, asyncmy_proto, transport = make_asyncmy_conn()
+    events = [event(4, b"\x04" + bytes(7) + b"binlog.000001"), event(15, bytes(80)), event(2, b"q" * 100)]
+    transport.respond = lambda _cmd: (
+        b"".join(packet(b"\x00" + e, seq) for seq, e in enumerate(events, start=1)) + packet(EOF, 4)
+    )
+    bconn = make_binlog_conn(conn)
+    await bconn.start_dump(file="binlog.000001", position=4, blocking=False)
+    # the command went straight to the transport, as a new exchange (sequence id 0), not through asyncmy
+    command = encode_binlog_dump(file="binlog.000001", position=4, server_id=77, flags=1)
+    assert bytes(transport.written) == packet(command, 0)
+    assert isinstance(transport.protocol, WireProtocol)
+    assert asyncmy_proto.length == asyncmy_proto.pos  # asyncmy's protocol received nothing
+    assert [await bconn.read_event() for _ in events] == events
+    assert await bconn.read_event() is None
+    assert await bconn.read_event() is None
+    assert not bconn.streaming
+    with pytest.raises(ConfigurationError, match="streaming the binlog and cannot run queries"):
+        await bconn.query("SELECT 1")
+    await bconn.close()
     assert transport.closed
+    assert bytes(transport.written) == packet(command, 0)  # no COM_QUIT after a dump
+    assert not conn.connected
+
+
+async def test_dump_reads_bytes_asyncmy_had_received_first() -> None:
+    # MariaDB's KILL error (sequence 0) arrived while asyncmy still owned the socket: it is not lost
+    conn, asyncmy_proto, transport = make_asyncmy_conn()
+    deliver(asyncmy_proto, packet(b"\xff\x87\x07#70100Connection was killed", 0))
+    bconn = make_binlog_conn(conn)
+    with pytest.raises(SourceConnectionError, match="Connection was killed") as info:
+        await bconn.start_dump(file="binlog.000001", position=4)
+    assert info.value.errno == 1927
+    assert transport.closed
+
+
+async def test_dump_error_is_translated() -> None:
+    conn, _proto, transport = make_asyncmy_conn()
+    transport.respond = lambda _cmd: packet(b"\xff\xd4\x04#HY000Could not find first log file name", 1)
+    bconn = make_binlog_conn(conn)
+    with pytest.raises(BinlogPurgedError) as info:
+        await bconn.start_dump(file="binlog.000009", position=4)
+    assert "repl@db:3306" in str(info.value)
+    assert "Pw-not-Shown9" not in str(info.value)
+    assert transport.closed
+    with pytest.raises(SourceConnectionError, match="unusable"):
+        await bconn.read_event()
+
+
+async def test_dump_on_a_closed_socket_is_a_connection_error() -> None:
+    conn, _proto, transport = make_asyncmy_conn()
+    transport.closed = True
+    bconn = make_binlog_conn(conn)
+    with pytest.raises(SourceConnectionError, match="connection is closed"):
+        await bconn.start_dump(file="binlog.000001", position=4)
     assert bytes(transport.written) == b""
 
 
-async def test_read_ok_batch_strips_the_ok_byte_and_stops_at_eof() -> None:
-    conn, proto, _t = make_conn()
-    events = [bytes([i]) * (19 + i) for i in range(10)]
-    eof = b"\xfe\x00\x00\x02\x00"
-    feed(proto, b"".join(packet(b"\x00" + e, seq) for seq, e in enumerate(events, start=1)) + packet(eof, 11))
-    feed(proto, packet(b"\x00late", 12))
-    reader = compat.PacketReader(conn)
-    batch, stop = await reader.read_ok_batch()
-    assert batch == events
-    assert stop == eof
-    # the batch ended at the EOF packet: what follows is still buffered
-    assert await reader.read_ok_batch() == ([b"late"], None)
+async def test_failed_dump_command_leaves_a_broken_connection() -> None:
+    conn, _proto, transport = make_asyncmy_conn()
 
+    def refuse(_cmd: bytes) -> bytes:
+        raise ConnectionResetError(104, "Connection reset by peer")
 
-async def test_read_ok_batch_respects_max_bytes_but_returns_a_large_first_packet() -> None:
-    conn, proto, _t = make_conn()
-    feed(proto, packet(b"\x00" + b"a" * 5000, 1) + packet(b"\x00b", 2) + packet(b"\x00c", 3))
-    reader = compat.PacketReader(conn)
-    assert await reader.read_ok_batch(max_bytes=100) == ([b"a" * 5000], None)
-    assert await reader.read_ok_batch(max_bytes=100) == ([b"b", b"c"], None)
-
-
-async def test_read_ok_batch_error_packet_alone() -> None:
-    conn, proto, _t = make_conn()
-    error = b"\xff\xd4\x04#HY000Could not find first log file name in binary log index file"
-    feed(proto, packet(error, 1))
-    reader = compat.PacketReader(conn)
-    assert await reader.read_ok_batch() == ([], error)
-
-
-async def test_read_ok_batch_keeps_packets_before_a_bad_sequence_number() -> None:
-    conn, proto, _t = make_conn()
-    feed(proto, packet(b"\x00one", 1) + packet(b"\x00two", 2) + packet(b"\x00bad", 9))
-    reader = compat.PacketReader(conn)
-    assert await reader.read_ok_batch() == ([b"one", b"two"], None)
-    with pytest.raises(compat.ProtocolDesync, match="sequence number 9 where 3"):
-        await reader.read_ok_batch()
-
-
-async def test_read_ok_batch_waits_and_reassembles_large_events() -> None:
-    conn, proto, _t = make_conn()
-    reader = compat.PacketReader(conn, high_water=0)
-    payload = b"\x00" + b"L" * (MAX + 3)
-    task = asyncio.create_task(reader.read_ok_batch())
-    await asyncio.sleep(0)
-    assert not task.done()
-    feed(proto, wire(payload))
-    assert await task == ([payload[1:]], None)
+    transport.respond = refuse
+    bconn = make_binlog_conn(conn)
+    with pytest.raises(SourceConnectionError, match="reset by peer"):
+        await bconn.start_dump(file="binlog.000001", position=4)
+    assert not bconn.streaming
+    assert transport.closed
+    with pytest.raises(SourceConnectionError, match="could not be started"):
+        await bconn.read_event()

@@ -10,12 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mybinlog import ConfigurationError
-from mybinlog.replication import _target
-from mybinlog.replication._target import (
+from mybinlog.replication.target import (
     FEATURE_VERSIONS,
     Capabilities,
     TargetConnectionError,
     TargetError,
+    _chdb,
+    _http,
+    _interface,
     open_target,
     parse_tsv,
     quote_bytes,
@@ -188,7 +190,7 @@ def test_bytes_round_trip(values: list[bytes]) -> None:
     ],
 )
 def test_server_messages(text: str, message: str, code: int | None) -> None:
-    assert _target._server_message(text) == (message, code)
+    assert _interface._server_message(text) == (message, code)
 
 
 def test_error_text_names_code_and_sql() -> None:
@@ -217,33 +219,33 @@ async def test_bad_urls(url: str) -> None:
 
 def test_chdb_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(str(tmp_path))
-    assert _target._chdb_path(":memory:") == ":memory:"
-    assert _target._chdb_path("chdb://:memory:") == ":memory:"
-    assert _target._chdb_path("chdb:///abs/dir") == "/abs/dir"
-    assert _target._chdb_path("chdb://rel/dir") == f"{tmp_path}/rel/dir"
-    assert _target._chdb_path("rel") == f"{tmp_path}/rel"
-    assert _target._chdb_path("/abs/../abs2/") == "/abs2"
+    assert _chdb._chdb_path(":memory:") == ":memory:"
+    assert _chdb._chdb_path("chdb://:memory:") == ":memory:"
+    assert _chdb._chdb_path("chdb:///abs/dir") == "/abs/dir"
+    assert _chdb._chdb_path("chdb://rel/dir") == f"{tmp_path}/rel/dir"
+    assert _chdb._chdb_path("rel") == f"{tmp_path}/rel"
+    assert _chdb._chdb_path("/abs/../abs2/") == "/abs2"
 
 
 def test_redact_url() -> None:
-    assert _target._redact_url("http://u:secret@h:1/") == "http://u:***@h:1/"
-    assert _target._redact_url("http://h:1/") == "http://h:1/"
-    assert _target._redact_url("http://h/?max_threads=1&password=pw&x=1") == "http://h/?max_threads=1&password=***&x=1"
+    assert _http._redact_url("http://u:secret@h:1/") == "http://u:***@h:1/"
+    assert _http._redact_url("http://h:1/") == "http://h:1/"
+    assert _http._redact_url("http://h/?max_threads=1&password=pw&x=1") == "http://h/?max_threads=1&password=***&x=1"
 
 
 def test_one_chdb_directory_per_process() -> None:
-    first = _target._acquire_engine("/nonexistent/a")
+    first = _chdb._acquire_engine("/nonexistent/a")
     try:
-        again = _target._acquire_engine("/nonexistent/a")
+        again = _chdb._acquire_engine("/nonexistent/a")
         assert again is first
         assert first.refs == 2
         with pytest.raises(ConfigurationError, match="one data directory per process"):
-            _target._acquire_engine("/nonexistent/b")
-        _target._release_engine(again)
+            _chdb._acquire_engine("/nonexistent/b")
+        _chdb._release_engine(again)
         with pytest.raises(ConfigurationError):
-            _target._acquire_engine("/nonexistent/b")
+            _chdb._acquire_engine("/nonexistent/b")
     finally:
-        _target._release_engine(first)
-    other = _target._acquire_engine("/nonexistent/b")  # free again once every target is closed
-    _target._release_engine(other)
-    assert "/nonexistent/b" not in _target._ENGINES
+        _chdb._release_engine(first)
+    other = _chdb._acquire_engine("/nonexistent/b")  # free again once every target is closed
+    _chdb._release_engine(other)
+    assert "/nonexistent/b" not in _chdb._ENGINES

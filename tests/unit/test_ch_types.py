@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from mybinlog.replication import _ddl
+from mybinlog.replication import ddl
 from mybinlog.replication._chschema import (
     ENGINES,
     META_COLUMNS,
@@ -31,9 +31,9 @@ from mybinlog.replication._chschema import (
     sorting_key,
     truncate_sql,
 )
-from mybinlog.replication._ddl import ColumnDef, TableDef, parse_create_table
-from mybinlog.replication._target import Capabilities
-from mybinlog.replication._types import (
+from mybinlog.replication.ddl import ColumnDef, TableDef, parse_create_table
+from mybinlog.replication.target import Capabilities
+from mybinlog.replication.types import (
     NULL_FIELD,
     TypeMappingError,
     canonical,
@@ -544,11 +544,11 @@ BASE = parse_create_table(
 
 def alter(sql: str, caps: Capabilities = NEW, table: TableDef = BASE, **kw: Any) -> list[list[str] | str]:
     """alter_sql for each action of an ALTER TABLE statement on ``table``."""
-    (op,) = _ddl.parse_ddl(sql, "db")
-    assert isinstance(op, _ddl.AlterTable)
+    (op,) = ddl.parse_ddl(sql, "db")
+    assert isinstance(op, ddl.AlterTable)
     out: list[list[str] | str] = []
     for action in op.actions:
-        new = _ddl.apply_alter(table, action)
+        new = ddl.apply_alter(table, action)
         out.append(alter_sql(table, new, action, database="rep", engine="replacing", caps=caps, **kw))
         table = new
     return out

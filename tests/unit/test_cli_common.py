@@ -227,9 +227,9 @@ def test_target_precedence(tmp_path: Path) -> None:
 
 
 def test_open_target_reads_the_variable_this_module_documents() -> None:
-    from mybinlog.replication import _target
+    from mybinlog.replication import target
 
-    assert common.CH_PASSWORD_ENV == _target.PASSWORD_ENV
+    assert common.CH_PASSWORD_ENV == target.PASSWORD_ENV
 
 
 @pytest.mark.parametrize("url", ["http://u:url-secret-3@h:8123", "http://h:8123/?password=url-secret-3"])

@@ -1,4 +1,4 @@
-"""The MySQL/MariaDB DDL parser (mybinlog.replication._ddl): tokenizer, CREATE TABLE, ALTER TABLE and the other
+"""The MySQL/MariaDB DDL parser (mybinlog.replication.ddl): tokenizer, CREATE TABLE, ALTER TABLE and the other
 statements, apply_alter, render/parse round trips (hypothesis), real SHOW CREATE TABLE output from the MariaDB
 fixture, and every QUERY event of the binlog corpus."""
 
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mybinlog
-from mybinlog.replication._ddl import (
+from mybinlog.replication.ddl import (
     SQL_MODE_ANSI_QUOTES,
     SQL_MODE_NO_BACKSLASH_ESCAPES,
     SQL_MODE_REAL_AS_FLOAT,
@@ -47,7 +47,6 @@ from mybinlog.replication._ddl import (
     TruncateTable,
     Unsupported,
     UnsupportedAction,
-    _tokenize,
     apply_actions,
     apply_alter,
     norm,
@@ -57,6 +56,7 @@ from mybinlog.replication._ddl import (
     quote_string,
     render_create_table,
 )
+from mybinlog.replication.ddl._lexer import _tokenize
 from tests import corpus
 from tests.workload import ALL_TYPES_COLUMNS, TABLES, Workload, create_schema, parse_type
 

@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 
 from mybinlog.errors import DecodeError
 from mybinlog.protocol import _values
-from mybinlog.protocol._constants import ColumnType, EventType
+from mybinlog.protocol._constants import MISSING, ColumnType, EventType
 from mybinlog.protocol._decoder import EventDecoder
-from mybinlog.protocol._events import MISSING, Event, RowsEvent, TableMapEvent
+from mybinlog.protocol._events import Event, RowsEvent, TableMapEvent
 from mybinlog.protocol._format import _json_default, event_to_json
 from mybinlog.protocol._jsonb import JsonDiff, JsonOpaque
 from mybinlog.protocol._table import _MARIADB_NUMERIC

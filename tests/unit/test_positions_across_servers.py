@@ -184,7 +184,7 @@ async def test_checkpoint_round_trip_with_loading_and_version_base() -> None:
             self.ddl += 1
 
         async def query(self, sql: str) -> list[list[str]]:
-            from mybinlog.replication._target import tsv_unescape
+            from mybinlog.replication.target import tsv_unescape
 
             if not self.rows:
                 return []

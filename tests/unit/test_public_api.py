@@ -68,14 +68,25 @@ def test_core_import_is_light_and_lazy_names_resolve() -> None:
     """`import mybinlog` (and so `mybinlog dump --file`) does not load the asyncio connection layer; the names
     living there are imported on first use, and `from mybinlog import ...` still works for them."""
     loaded = _modules_after_import("mybinlog")
-    lazy = ("mybinlog.sharing._sharing", "mybinlog.source._stream", "mybinlog.source._connection")
-    for heavy in ("asyncio", "asyncmy", "ssl", *lazy):
+    lazy = (
+        "mybinlog.sharing",
+        "mybinlog.sharing._consumer",
+        "mybinlog.sharing._dispatcher",
+        "mybinlog.sharing._client",
+        "mybinlog.status",
+        "mybinlog.status._server",
+        "mybinlog.source._stream",
+        "mybinlog.source._connection",
+    )
+    for heavy in ("asyncio", "asyncmy", "ssl", "anyio", *lazy):
         assert heavy not in loaded, f"`import mybinlog` pulls in {heavy}"
     code = (
-        "import sys, mybinlog; from mybinlog import BinlogStream, get_binlog_client, ServerInfo; "
-        "import mybinlog.source._stream as s, mybinlog.sharing._sharing as h, mybinlog.source._connection as t; "
+        "import sys, mybinlog; from mybinlog import BinlogStream, get_binlog_client, ServerInfo, serve_status; "
+        "import mybinlog.source._stream as s, mybinlog.sharing._client as h, mybinlog.source._connection as t; "
+        "import mybinlog.sharing._consumer as c, mybinlog.status._server as st; "
         "assert BinlogStream is s.BinlogStream and get_binlog_client is h.get_binlog_client; "
-        "assert ServerInfo is t.ServerInfo and mybinlog.Binlog is h.Binlog; print('ok')"
+        "assert ServerInfo is t.ServerInfo and mybinlog.Binlog is c.Binlog and serve_status is st.serve_status; "
+        "print('ok')"
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "ok"

@@ -17,7 +17,10 @@ from typing import Any
 import pytest
 
 from mybinlog import (
+    BinlogClosedError,
+    BinlogDetachedError,
     BinlogPosition,
+    BinlogStoppedError,
     DecodeError,
     Event,
     GtidEvent,
@@ -45,15 +48,7 @@ from mybinlog.protocol._events import (
 from mybinlog.protocol._gtid import GtidSet
 from mybinlog.protocol._position import PositionTracker
 from mybinlog.protocol._table import TableMap
-from mybinlog.sharing._sharing import (
-    Binlog,
-    BinlogClient,
-    BinlogClientFactory,
-    BinlogClosedError,
-    BinlogDetachedError,
-    BinlogStoppedError,
-    EventSource,
-)
+from mybinlog.sharing import Binlog, BinlogClient, BinlogClientFactory, EventSource
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 PASSWORD = "s3cr3t-pw"
@@ -433,7 +428,7 @@ async def test_position_after_a_merge_never_runs_ahead_of_what_was_handed_out() 
     # b reads nothing until its catch-up dispatcher has delivered everything and merged: the queue still holds
     # transactions 3..20 when b moves to a's dispatcher
     await wait_until(lambda: b.dispatcher is a.dispatcher, "b merged before reading")
-    assert b.statistics()["size"] > 18
+    assert b.statistics().size > 18
     last = log.txns(3)[-1]
     seen: list[Any] = []
     async with asyncio.timeout(10):
@@ -541,7 +536,7 @@ async def test_byte_limit_oversized_events_pass_and_one_byte_limit_gets_everythi
     got: list[Any] = []
     async with asyncio.timeout(10):
         async for event in tiny:
-            max_queued = max(max_queued, tiny.statistics()["size"])
+            max_queued = max(max_queued, tiny.statistics().size)
             g = gtid_of(event)
             if g is not None:
                 got.append(g)
@@ -549,7 +544,7 @@ async def test_byte_limit_oversized_events_pass_and_one_byte_limit_gets_everythi
                 break
     assert seqs(got) == list(range(1, 51))
     assert max_queued <= 1  # one oversized event at a time
-    assert big.statistics()["size"] > 1  # an unlimited queue takes everything at once
+    assert big.statistics().size > 1  # an unlimited queue takes everything at once
     assert seqs(await read_txns(big, last)) == list(range(1, 51))
     await tiny.close()
     await big.close()
@@ -579,7 +574,7 @@ async def test_timed_detach_drains_then_raises_and_reopen_catches_up() -> None:
     assert info.value.retriable
     assert "reopen" in str(info.value)
     assert str(slow.position.gtid_set) in str(info.value)
-    assert slow.statistics()["events_received"] > 0
+    assert slow.statistics().events_received > 0
     with pytest.raises(BinlogDetachedError):  # stays detached
         await slow.read_event()
     done = slow.position.gtid_set
@@ -678,7 +673,7 @@ async def test_a_lagging_consumer_never_holds_more_than_a_window_of_rows_decoded
     # decoded after reading everything (a batching consumer): still, only the last window stays shared
     assert [e.rows for e in rows_events] == [[(e.log_pos,)] for e in rows_events]
     assert table.decoded == 100
-    assert stalled.statistics()["events_received"] == 0
+    assert stalled.statistics().events_received == 0
     held = [item.event for item, _, _, _ in stalled._queue if item is not None and isinstance(item.event, RowsEvent)]
     assert len(held) == 100
     cached = [e for e in held if e._rows is not None]
@@ -723,7 +718,7 @@ async def test_dispatcher_decode_error_with_table_reaches_only_that_tables_consu
     disp = t1.dispatcher
     assert disp is not None
     error = DecodeError("TABLE_MAP of `db`.`t1` is malformed", schema="db", table="t1")
-    from mybinlog.sharing._sharing import _ERROR, _Item
+    from mybinlog.sharing._items import _ERROR, _Item
 
     disp._buffer.append(_Item(None, _ERROR, None, False, error=error, table=("db", "t1")))
     disp._wake.set()

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from mybinlog import Event, MariaDBGtid, RowsEvent, XidEvent
-from mybinlog.sharing import _sharing
-from mybinlog.sharing._sharing import Binlog, _Batch
+from mybinlog.sharing import Binlog, _client
+from mybinlog.sharing._items import _Batch
 from tests.unit.test_sharing import FakeLog, gtid_of, make_client, read_txns, seqs, wait_until
 
 
@@ -61,8 +61,8 @@ async def test_plain_consumers_share_each_flushed_batch_and_the_event_objects(mo
     assert len(batches[0]) < len(got[0]) / 5  # a flush is one queue entry, not one per event
     assert sum(b.nevents for b in batches[0]) == len(got[0])
     for c in consumers:
-        assert c.statistics()["size"] == 0
-        assert c.statistics()["events_received"] == len(got[0])
+        assert c.statistics().size == 0
+        assert c.statistics().events_received == len(got[0])
         await c.close()
 
 
@@ -80,14 +80,14 @@ async def test_byte_limit_holds_for_batches_and_every_event_arrives(
     log.txns(30)
     log.txn(rows_size=700)  # an event larger than some limits: it passes alone into an empty queue
     last = log.txns(10)[-1]
-    await wait_until(lambda: tight.statistics()["size"] > 0, "the tight queue got events")
+    await wait_until(lambda: tight.statistics().size > 0, "the tight queue got events")
     got: list[Any] = []
     sizes_seen: set[int] = set()
     async with asyncio.timeout(10):
         while True:
             stats = tight.statistics()
-            assert stats["bytes"] <= limit or stats["size"] == 1, stats
-            sizes_seen.add(stats["size"])
+            assert stats.bytes <= limit or stats.size == 1, stats
+            sizes_seen.add(stats.size)
             event = await tight.read_event()
             assert event is not None
             g = gtid_of(event)
@@ -147,23 +147,23 @@ async def test_statistics_add_up_while_a_batch_is_read_one_event_at_a_time() -> 
     total_bytes = 40 + sum(
         e.size for e in log.events if type(e).__name__ in ("MariadbGtidEvent", "WriteRowsEvent", "XidEvent")
     )
-    await wait_until(lambda: c.statistics()["size"] == total_events, "everything queued")
+    await wait_until(lambda: c.statistics().size == total_events, "everything queued")
     handed = handed_bytes = 0
     async with asyncio.timeout(10):
         while True:
             stats = c.statistics()
-            assert stats["events_received"] == handed
-            assert stats["bytes_received"] == handed_bytes
-            assert stats["size"] + handed == total_events
-            assert stats["bytes"] + handed_bytes == total_bytes
+            assert stats.events_received == handed
+            assert stats.bytes_received == handed_bytes
+            assert stats.size + handed == total_events
+            assert stats.bytes + handed_bytes == total_bytes
             event = await c.read_event()
             assert event is not None
             handed += 1
             handed_bytes += event.size
             if isinstance(event, XidEvent) and c.position.gtid_set == log.gtids(last.seq_no):
                 break
-    assert c.statistics()["size"] == 0
-    assert c.statistics()["bytes"] == 0
+    assert c.statistics().size == 0
+    assert c.statistics().bytes == 0
     assert c.events_received == total_events
     [row] = client.status()
     assert (row["size"], row["bytes"]) == (0, 0)
@@ -203,9 +203,9 @@ async def test_a_consumer_attached_while_the_dispatcher_waits_starts_after_what_
         name="blocked", max_bytes_in_binlog_queue=200, max_milliseconds_to_wait_in_binlog_queue=600_000
     )
     log.txns(30)
-    await wait_until(lambda: fast.statistics()["size"] > 0 and blocked.statistics()["size"] > 0, "queued")
+    await wait_until(lambda: fast.statistics().size > 0 and blocked.statistics().size > 0, "queued")
     seen: list[Any] = []
-    while (event := await fast.read_event(timeout_ms=0)) is not None:  # what fast got: more than blocked
+    while (event := await fast.read_event(timeout=0)) is not None:  # what fast got: more than blocked
         g = gtid_of(event)
         if g is not None:
             seen.append(g)
@@ -246,7 +246,7 @@ async def test_the_window_keeps_up_inside_one_big_transaction() -> None:
     stalled = await client.create_binlog(name="stalled", max_bytes_in_binlog_queue=0)
     last = log.txn(*["t1"] * 400)  # one transaction of 400 rows events: no position inside it
     step = client.shared_decode_bytes >> 3
-    await wait_until(lambda: stalled.statistics()["size"] == 402 + 1, "the whole transaction queued")
+    await wait_until(lambda: stalled.statistics().size == 402 + 1, "the whole transaction queued")
 
     def decoded_held_by_stalled() -> int:
         held = [item.event for item, _, _, _ in stalled._queue if item is not None]
@@ -273,13 +273,13 @@ async def test_the_window_keeps_up_inside_one_big_transaction() -> None:
 
 async def test_closing_a_consumer_releases_what_it_held(monkeypatch: pytest.MonkeyPatch) -> None:
     copies: list[Event] = []
-    private_copy = _sharing._private_copy
+    private_copy = _client._private_copy
 
     def counting(event: RowsEvent) -> RowsEvent:
         copies.append(event)
         return private_copy(event)
 
-    monkeypatch.setattr(_sharing, "_private_copy", counting)
+    monkeypatch.setattr(_client, "_private_copy", counting)
     log = FakeLog()
     client = make_client(log, buffer_bytes=1 << 20)  # flushes of many events (flush_ms=0: no timer)
     client.shared_decode_bytes = 600
@@ -292,7 +292,7 @@ async def test_closing_a_consumer_releases_what_it_held(monkeypatch: pytest.Monk
     copies.clear()
     gone = await client.create_binlog(name="gone", max_bytes_in_binlog_queue=0)
     last = log.txns(50)[-1]
-    await wait_until(lambda: gone.statistics()["size"] == 3 * 50, "all queued")
+    await wait_until(lambda: gone.statistics().size == 3 * 50, "all queued")
     await gone.close()  # before the reader reads them: nobody else holds them any more
     events: list[Event] = []
     await read_txns(reader, last, collect=events)

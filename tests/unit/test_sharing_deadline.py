@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from mybinlog import Event, MariadbGtidEvent, RotateEvent, RowsEvent, XidEvent
-from mybinlog.sharing._sharing import Binlog, BinlogClient, BinlogDetachedError
+from mybinlog import BinlogDetachedError, Event, MariadbGtidEvent, RotateEvent, RowsEvent, XidEvent
+from mybinlog.sharing import Binlog, BinlogClient
 from tests.unit.test_sharing import FakeLog, gtid_of, make_client, seqs
 from tests.unit.virtual_time import VirtualTimeDeadlock, run_in_virtual_time
 

@@ -18,17 +18,10 @@ import pytest
 
 from mybinlog import ConfigurationError, DecodeError, Event, MariadbGtidEvent, QueryEvent, RowsEvent, XidEvent
 from mybinlog.cli._status import register, render_table
+from mybinlog.errors import StatusReadError
 from mybinlog.protocol._position import BinlogPosition
-from mybinlog.sharing._sharing import (
-    STATUS_COLUMNS,
-    Binlog,
-    BinlogClientFactory,
-    EventSource,
-    StatusReadError,
-    read_status,
-    serve_status,
-    status_document,
-)
+from mybinlog.sharing import Binlog, BinlogClientFactory, EventSource
+from mybinlog.status import STATUS_COLUMNS, read_status, serve_status, status_document
 from tests.unit.test_sharing import COLUMNS, DSN_TEXT, PASSWORD, FakeLog, gtid_of, make_client, read_txns, seqs
 
 # ------------------------------------------------------------------------------------------------------------
@@ -260,7 +253,9 @@ async def test_status_endpoint_serves_the_rows_to_another_reader(tmp_path: Path,
     factory = BinlogClientFactory()
     consumers = await _consumers(log, factory)
     address = {"unix": f"unix:{tmp_path}/s.sock", "http": "http://127.0.0.1:0", "file": f"file:{tmp_path}/s.json"}
-    async with factory.serve_status(address[kind], extra=lambda: {"replicas": [{"name": "r1"}]}) as server:
+    async with serve_status(
+        address[kind], source=factory.status, extra=lambda: {"replicas": [{"name": "r1"}]}
+    ) as server:
         assert server.running
         if kind == "http":
             assert not server.address.endswith(":0")  # the real port
@@ -293,7 +288,7 @@ async def test_status_http_errors_and_address_checks(tmp_path: Path) -> None:
     factory = BinlogClientFactory()
     consumers = await _consumers(log, factory)
     sock = tmp_path / "s.sock"
-    async with factory.serve_status(f"unix:{sock}") as server:
+    async with serve_status(f"unix:{sock}", source=factory.status) as server:
         assert (await _raw_http(server.address, b"GET /nope HTTP/1.1\r\n\r\n")).startswith(b"HTTP/1.1 404")
         assert (await _raw_http(server.address, b"POST /status HTTP/1.1\r\n\r\n")).startswith(b"HTTP/1.1 405")
         head = await _raw_http(server.address, b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -332,7 +327,7 @@ async def test_status_file_is_rewritten_while_serving(tmp_path: Path) -> None:
     factory = BinlogClientFactory()
     consumers = await _consumers(log, factory)
     path = tmp_path / "status.json"
-    async with factory.serve_status(str(path), interval_ms=10) as server:
+    async with serve_status(str(path), source=factory.status, interval_ms=10) as server:
         first = await read_status(server.address)
         assert first["interval_ms"] == 10
         last = log.txn()
@@ -376,7 +371,7 @@ async def test_status_command_prints_table_vertical_and_json(tmp_path: Path) -> 
     log.txns(3)
     factory = BinlogClientFactory()
     consumers = await _consumers(log, factory)
-    async with factory.serve_status(f"unix:{tmp_path}/s.sock") as server:
+    async with serve_status(f"unix:{tmp_path}/s.sock", source=factory.status) as server:
         rc, table = await asyncio.to_thread(run_cli, "--from", server.address)
         _, vertical = await asyncio.to_thread(run_cli, "--from", server.address, "--format", "vertical")
         _, as_json = await asyncio.to_thread(run_cli, "--from", server.address, "--format", "json")

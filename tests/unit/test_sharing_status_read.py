@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
-from mybinlog.sharing._sharing import STATUS_COLUMNS, BinlogClientFactory, StatusReadError, read_status, status_document
+from mybinlog.errors import StatusReadError
+from mybinlog.sharing import BinlogClientFactory
+from mybinlog.status import STATUS_COLUMNS, read_status, serve_status, status_document
 from tests.unit.test_sharing import FakeLog, make_client, read_txns
 
 PIECE = 4096
@@ -149,7 +151,7 @@ async def test_the_status_server_with_many_consumers_is_read_whole(tmp_path: Pat
     consumers = [first] + [await client.create_binlog(name=name, executed_gtid_set=log.gtids(3)) for name in names[1:]]
     assert len(client.dispatchers) == 1
     address = f"unix:{tmp_path}/s.sock" if kind == "unix" else "http://127.0.0.1:0"
-    async with factory.serve_status(address) as server:
+    async with serve_status(address, source=factory.status) as server:
         doc = await read_status(server.address)
     assert len(json.dumps(doc)) > 300_000
     assert [r["name"] for r in doc["mysql_binlogs"]] == names

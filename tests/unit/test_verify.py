@@ -18,18 +18,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mybinlog.cli import _verify as cli_verify
 from mybinlog.errors import ConfigurationError, SourceError
-from mybinlog.replication import _verify
 from mybinlog.replication._chschema import clickhouse_type
-from mybinlog.replication._ddl import parse_create_table
-from mybinlog.replication._target import Capabilities, tsv_unescape
-from mybinlog.replication._types import canonical, make_encoder
-from mybinlog.replication._verify import (
+from mybinlog.replication.ddl import parse_create_table
+from mybinlog.replication.target import Capabilities, tsv_unescape
+from mybinlog.replication.types import canonical, make_encoder
+from mybinlog.replication.verification import (
     ColumnDifference,
     RowDifference,
     TableComparer,
     TableResult,
     VerifyReport,
+    _canonical,
+    _verifier,
     bucket_count,
     row_hash,
 )
@@ -326,7 +328,7 @@ def test_long_values_are_shortened_in_text() -> None:
 
 
 def test_split_tables() -> None:
-    split = _verify._split_tables
+    split = _verifier._split_tables
     assert split([], ["a", "b"], None) == {"a": None, "b": None}
     assert split(["t1", "t2"], ["a"], None) == {"a": ["t1", "t2"]}
     assert split(["x.t1", "y.t2"], [], None) == {"x": ["t1"], "y": ["t2"]}
@@ -470,8 +472,8 @@ async def _run(source: FakeSource, target: FakeTarget, monkeypatch: pytest.Monke
     async def connect(dsn: Any) -> FakeSource:
         return source
 
-    monkeypatch.setattr(_verify, "_connect_source", connect)
-    return await _verify.verify("mysql://u:pw-not-shown@h:1/shop", target, **kw)  # type: ignore[arg-type]
+    monkeypatch.setattr(_verifier, "_connect_source", connect)
+    return await _verifier.verify("mysql://u:pw-not-shown@h:1/shop", target, **kw)  # type: ignore[arg-type]
 
 
 async def test_verify_with_fakes_reports_tables_and_rows(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -614,7 +616,7 @@ async def test_verify_rejects_bad_arguments(monkeypatch: pytest.MonkeyPatch) -> 
 
 def _args(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    _verify.add_verify_arguments(parser)
+    cli_verify.add_verify_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -624,12 +626,12 @@ def test_arguments() -> None:
     assert args.database == ["a"]
     assert args.tables == ["t1, b.t2", "t3"]
     assert args.engine == "auto"
-    assert args.max_differences == _verify.DEFAULT_MAX_DIFFERENCES
+    assert args.max_differences == _verifier.DEFAULT_MAX_DIFFERENCES
 
 
 async def test_run_verify_errors_never_show_passwords(capsys: pytest.CaptureFixture[str]) -> None:
     args = _args("--source", "mysql://u:dbsecret1@127.0.0.1:1/db", "--target", "ftp://u:chsecret2@host/")
-    assert await _verify.run_verify(args) == 2
+    assert await cli_verify.run_verify(args) == 2
     out, err = capsys.readouterr()
     assert "mybinlog verify: error:" in err
     assert "dbsecret1" not in out + err
@@ -690,13 +692,13 @@ def test_fast_canonical_equals_canonical(version: str) -> None:
         col = table.column(name)
         values = [random_value(rng, sql_type, large=False) for _ in range(60)]
         values += [row[name] for row in extremes if row[name] is not None]
-        fast_src = _verify.fast_canonical(col, caps, side="source")
+        fast_src = _canonical.fast_canonical(col, caps, side="source")
         slow_src = canonical(col, caps)
-        fast_ch = _verify.fast_canonical(col, caps, side="clickhouse", replica_type=clickhouse_type(col, caps))
+        fast_ch = _canonical.fast_canonical(col, caps, side="clickhouse", replica_type=clickhouse_type(col, caps))
         slow_ch = canonical(col, caps, side="clickhouse")
         encode = make_encoder(col, caps)
-        inlined["source"] += _verify._TEMPLATES[fast_src][0] != _verify._CALL
-        inlined["clickhouse"] += _verify._TEMPLATES[fast_ch][0] != _verify._CALL
+        inlined["source"] += _canonical._TEMPLATES[fast_src][0] != _canonical._CALL
+        inlined["clickhouse"] += _canonical._TEMPLATES[fast_ch][0] != _canonical._CALL
         for value in [*values, None]:
             for form in _driver_forms(value):
                 assert _outcome(fast_src, form) == _outcome(slow_src, form), (name, form)
@@ -711,7 +713,7 @@ def test_fast_canonical_equals_canonical(version: str) -> None:
 def test_fast_canonical_of_another_replica_type_is_canonical() -> None:
     caps = Capabilities.from_version("26.9.2")
     col = parse_create_table("CREATE TABLE t (d DATETIME(3))", "d").column("d")
-    fast = _verify.fast_canonical(col, caps, side="clickhouse", replica_type="String")
+    fast = _canonical.fast_canonical(col, caps, side="clickhouse", replica_type="String")
     assert fast("2020-01-02 03:04:05") == canonical(col, caps, side="clickhouse")("2020-01-02 03:04:05")
     assert fast("2020-01-02 03:04:05") == "2020-01-02 03:04:05.000"
 
@@ -719,8 +721,8 @@ def test_fast_canonical_of_another_replica_type_is_canonical() -> None:
 def test_row_function_inlines_templates_and_calls_others() -> None:
     caps = Capabilities.from_version("26.9.2")
     table = parse_create_table("CREATE TABLE t (a INT, b VARCHAR(5), c DECIMAL(6,2), d JSON)", "d")
-    funcs = [_verify.fast_canonical(c, caps, side="source") for c in table.columns]
-    row = _verify._row_function([*funcs, _same])
+    funcs = [_canonical.fast_canonical(c, caps, side="source") for c in table.columns]
+    row = _canonical._row_function([*funcs, _same])
     assert row((5, "x", decimal.Decimal("1.50"), '{"a": 1}', 7)) == ("5", "x", "1.50", '{"a": 1}', "7")
     assert row((None, None, None, None, None)) == (None,) * 5
     with pytest.raises(ValueError, match="unpack"):

@@ -8,8 +8,8 @@ asserts on ``loop.time()`` without depending on the speed of the machine. When n
 scheduled the program can never go on: the selector raises :class:`VirtualTimeDeadlock` instead of hanging.
 
 :func:`run_in_virtual_time` runs a coroutine on such a loop and also points the sharing layer's monotonic clock
-at the virtual one (tests of the sharing layer), so that any deadline that module computes, whichever clock it
-reads, is virtual too.
+at the virtual one (tests of the sharing layer), so that any deadline its modules compute, whichever clock they
+read, is virtual too.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from mybinlog.sharing import _sharing
+from mybinlog.sharing import _client, _consumer, _dispatcher
 
 T = TypeVar("T")
 
@@ -89,6 +89,8 @@ def run_in_virtual_time(
 ) -> T:
     """``main()`` run to completion on a :class:`VirtualTimeLoop` whose clock starts at ``start``."""
     clock = VirtualClock(start)
-    monkeypatch.setattr(_sharing, "time", types.SimpleNamespace(monotonic=clock, time=time.time))
+    virtual = types.SimpleNamespace(monotonic=clock, time=time.time)
+    for module in (_consumer, _dispatcher, _client):  # the modules of the sharing layer that read a clock
+        monkeypatch.setattr(module, "time", virtual)
     with asyncio.Runner(loop_factory=lambda: VirtualTimeLoop(clock)) as runner:
         return runner.run(main())

@@ -1,0 +1,68 @@
+"""The status rows of the sharing layer: :class:`BinlogStatus`, one per live consumer with exactly the columns of
+ClickHouse's ``system.mysql_binlogs``, and the per-second rates of its dispatcher columns.
+
+Each dispatcher makes the rows of its consumers (:meth:`BinlogEventsDispatcher.status`); :mod:`mybinlog.status`
+serves them to other processes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypedDict
+
+__all__ = ["BinlogStatus"]
+
+
+class BinlogStatus(TypedDict):
+    """One row per live consumer, with exactly the columns of ClickHouse's ``system.mysql_binlogs``."""
+
+    binlog_client_name: str
+    name: str
+    mysql_binlog_name: str
+    mysql_binlog_pos: int
+    mysql_binlog_timestamp: int
+    mysql_binlog_executed_gtid_set: str
+    dispatcher_name: str
+    dispatcher_mysql_binlog_name: str
+    dispatcher_mysql_binlog_pos: int
+    dispatcher_mysql_binlog_timestamp: int
+    dispatcher_mysql_binlog_executed_gtid_set: str
+    size: int
+    bytes: int
+    max_bytes: int
+    max_waiting_ms: int
+    dispatcher_events_read_per_sec: float
+    dispatcher_bytes_read_per_sec: float
+    dispatcher_events_flush_per_sec: float
+    dispatcher_bytes_flush_per_sec: float
+
+
+class _Rate:
+    """Events (or bytes) per second over the last full second of ``clock`` (a monotonic clock in seconds).
+
+    The count of the second before the current one: a steady flow of N per second reads N, a burst is seen for
+    one second, an idle dispatcher reads 0 after at most two seconds.
+    """
+
+    __slots__ = ("_clock", "_current", "_previous", "_second")
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._second = int(clock())
+        self._current = 0
+        self._previous = 0
+
+    def _roll(self, now: int) -> None:
+        if now != self._second:
+            self._previous = self._current if now == self._second + 1 else 0
+            self._current = 0
+            self._second = now
+
+    def add(self, n: int) -> None:
+        self._roll(int(self._clock()))
+        self._current += n
+
+    def per_sec(self) -> float:
+        self._roll(int(self._clock()))
+        return float(self._previous)

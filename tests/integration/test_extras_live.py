@@ -1,0 +1,38 @@
+"""``replicate`` and ``verify`` with only the [cli] extra's libraries into a ClickHouse server: PySpark, pandas and
+chdb cannot be imported in the child process (tests/unit/test_extras.py explains how), and both commands work."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+from tests.faults import child_env, create_tables, source_dsn, write
+from tests.servers import MariaDBServer
+from tests.unit.test_extras import _BLOCK
+
+ABSENT = {"pyspark", "pandas", "chdb", "matplotlib"}
+
+
+def _mybinlog(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    script = _BLOCK.format(blocked=ABSENT) + (
+        "import sys\nfrom mybinlog.cli import main\nrc = main(sys.argv[1:])\n"
+        "assert not {'pyspark', 'pandas', 'chdb'} & set(sys.modules), sorted(sys.modules)\nsys.exit(rc)\n"
+    )
+    return subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_replicate_and_verify_need_no_spark_pandas_or_chdb(
+    fresh_mariadb: MariaDBServer, clickhouse_server: Any
+) -> None:
+    server = fresh_mariadb
+    server.create_database("slim")
+    create_tables(server, "slim", filler=500)
+    write(server, "slim", 1, 5)
+    env = child_env(MYBINLOG_PASSWORD=server.repl_password, MYBINLOG_CH_PASSWORD=clickhouse_server.password)
+    url = clickhouse_server.url(with_password=False)
+    common = ("--source", source_dsn(server), "--target", url, "--database", "slim", "--target-database", "slim_x")
+    done = _mybinlog("replicate", *common, "--replica", "slim_x", "--once", env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    checked = _mybinlog("verify", *common, env=env)
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-3000:]
