@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import typing as _typing
 
+from . import _compat
 from .errors import (
     AuthenticationError,
     BinlogClosedError,
@@ -240,3 +241,5 @@ __all__ = [
     "ReplicaLockedError",
     "SnapshotError",
 ]
+
+_compat.install()  # the module paths of 0.1 (mybinlog._sharing, ...), with a DeprecationWarning

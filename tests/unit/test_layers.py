@@ -19,6 +19,7 @@ ROOT = Path(mybinlog.__file__).parent
 ALLOWED: dict[str, set[str]] = {
     "errors": {"protocol"},  # names BinlogPosition for type checking only
     "_failpoints": set(),
+    "_compat": set(),  # serves the old module paths through importlib, importing nothing itself
     "protocol": {"errors"},
     "source": {"protocol", "errors"},
     "sharing": {"source", "protocol", "errors"},
@@ -27,7 +28,7 @@ ALLOWED: dict[str, set[str]] = {
     "snapshot": {"replication", "sharing", "source", "protocol", "errors"},
     "cli": {"snapshot", "replication", "status", "sharing", "source", "protocol", "errors", "testing", "_failpoints"},
     "testing": set(),
-    "__init__": {"errors", "protocol", "source", "sharing", "status"},
+    "__init__": {"errors", "protocol", "source", "sharing", "status", "_compat"},
     "__main__": {"cli"},
 }
 # the spark-submit entry script lives in the snapshot package (its path is what users pass to spark-submit) but is

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
 import sys
 from pathlib import Path
 
@@ -73,3 +74,23 @@ def test_verify_is_the_function_and_its_package_is_reachable() -> None:
     assert callable(verify)
     assert verify is _verifier.verify
     assert compare.TableComparer is not None
+
+
+def test_the_flat_module_paths_of_0_1_still_import_with_a_warning() -> None:
+    code = (
+        "import warnings, sys\n"
+        "warnings.simplefilter('error')\n"
+        "import mybinlog\n"
+        "warnings.simplefilter('always')\n"
+        "with warnings.catch_warnings(record=True) as seen:\n"
+        "    import mybinlog._sharing as s, mybinlog._protocol._events as e, mybinlog._stream as st\n"
+        "import mybinlog.sharing, mybinlog.protocol._events, mybinlog.source._stream\n"
+        "assert s is mybinlog.sharing and e is mybinlog.protocol._events and st is mybinlog.source._stream\n"
+        "assert s.get_binlog_client is mybinlog.get_binlog_client\n"
+        "assert [str(w.message).split()[0] for w in seen] == "
+        "['mybinlog._sharing', 'mybinlog._protocol', 'mybinlog._protocol._events', 'mybinlog._stream'], seen\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
