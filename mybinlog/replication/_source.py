@@ -126,8 +126,10 @@ class SourceConnection:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         await self._binlog_conn.close()
+
+    close = aclose  # the earlier name; aclose is the one way to close everywhere (anyio's name)
 
     async def query(self, sql: str, args: tuple[object, ...] | None = None) -> list[tuple[Any, ...]]:
         return await self._binlog_conn.query(sql, args)

@@ -897,7 +897,7 @@ class BinlogConnection:
 
     # ---- closing --------------------------------------------------------------------------------------
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Close the connection (idempotent). A connection that never streamed says goodbye with COM_QUIT."""
         if self._closed:
             return
@@ -906,6 +906,8 @@ class BinlogConnection:
             with contextlib.suppress(Exception):
                 await self._conn.ensure_closed()
         self._close_socket()
+
+    close = aclose  # the earlier name; aclose is the one way to close everywhere (anyio's name)
 
     def _close_socket(self) -> None:
         """Close the socket at once, without COM_QUIT (a connection in a binlog dump cannot take commands)."""

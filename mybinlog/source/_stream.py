@@ -322,11 +322,13 @@ class BinlogStream:
         else:
             await conn.start_dump(file=start.file, position=start.offset, blocking=self.blocking)
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         self._closed = True
         conn, self._conn = self._conn, None
         if conn is not None:
             await conn.close()
+
+    close = aclose  # the earlier name; aclose is the one way to close everywhere (anyio's name)
 
     @property
     def has_pending(self) -> bool:
