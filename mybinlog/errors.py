@@ -13,7 +13,9 @@ binlog, malformed bytes, a wrong password).
     │   ├── TruncatedError               input ended in the middle of an event
     │   ├── ChecksumError                CRC32 of an event does not match
     │   ├── NotABinlogError              a file without the binlog magic bytes
-    │   └── UnknownEventError            an event type this decoder does not know and may not skip
+    │   ├── UnknownEventError            an event type this decoder does not know and may not skip
+    │   └── PacketSequenceError          a packet with an unexpected sequence id (the connection is dropped and
+    │                                    resumed: readers of a server see SourceConnectionError)
     ├── SourceError                      the MySQL/MariaDB server (carries the server's error code when it gave one)
     │   ├── SourceConnectionError        cannot reach the server, or the connection dropped (retriable)
     │   ├── AuthenticationError          wrong user or password, or missing privileges
@@ -60,6 +62,7 @@ __all__ = [
     "GtidSetError",
     "MybinlogError",
     "NotABinlogError",
+    "PacketSequenceError",
     "PreconditionError",
     "ReplicaLockedError",
     "ReplicationError",
@@ -155,6 +158,10 @@ class ChecksumError(DecodeError):
 
 class NotABinlogError(DecodeError):
     """The file does not start with the binlog magic bytes ``fe 62 69 6e``."""
+
+
+class PacketSequenceError(DecodeError):
+    """A packet arrived with an unexpected sequence id: the stream cannot be trusted any more."""
 
 
 class UnknownEventError(DecodeError):

@@ -27,7 +27,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from ..errors import DecodeError, TruncatedError
+from ..errors import PacketSequenceError, TruncatedError
 
 __all__ = [
     "DEFAULT_BATCH_BYTES",
@@ -56,10 +56,6 @@ DEFAULT_BATCH_BYTES = 256 * 1024
 _HEADER = struct.Struct("<I")  # 3-byte payload length + 1-byte sequence id, as one little-endian u32
 _INITIAL_BUFFER = 256 * 1024
 _MIN_READ = 64 * 1024  # the least free space get_buffer() offers (one socket read fills up to all of it)
-
-
-class PacketSequenceError(DecodeError):
-    """A packet arrived with an unexpected sequence id: the stream cannot be trusted any more."""
 
 
 @dataclass(frozen=True, slots=True)
