@@ -97,3 +97,16 @@ def test_snapshot_without_spark_names_the_extra() -> None:
     )
     assert done.returncode != 0
     assert "pip install 'mybinlog[spark]'" in done.stderr
+
+
+def test_replicate_without_its_extra_names_the_extra() -> None:
+    done = _run(
+        CORE_ONLY,
+        """
+        import asyncio
+        from mybinlog.replication import open_target
+        asyncio.run(open_target("chdb:///nonexistent/ch"))
+        """,
+    )
+    assert done.returncode != 0
+    assert "pip install 'mybinlog[cli]'" in done.stderr

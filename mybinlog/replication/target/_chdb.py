@@ -201,7 +201,9 @@ def _chdb_connect(path: str, database: str | None) -> tuple[Any, str]:
     try:
         import chdb
     except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise ConfigurationError("embedded ClickHouse needs chdb: pip install 'mybinlog[embedded]'") from exc
+        raise ConfigurationError(
+            "embedded ClickHouse needs chdb: pip install 'mybinlog[cli]' (every command) or 'mybinlog[embedded]'"
+        ) from exc
     if path != ":memory:":
         try:
             Path(path).mkdir(parents=True, exist_ok=True)

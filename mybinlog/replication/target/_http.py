@@ -87,7 +87,8 @@ class HttpTarget:
             from aiochclient import ChClient  # type: ignore[import-untyped,unused-ignore]
         except ImportError as exc:  # pragma: no cover - depends on the installation
             raise ConfigurationError(
-                "ClickHouse over HTTP needs aiochclient and aiohttp: pip install 'mybinlog[clickhouse]'"
+                "ClickHouse over HTTP needs aiochclient and aiohttp: pip install 'mybinlog[cli]' (every command) or "
+                "'mybinlog[clickhouse]'"
             ) from exc
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
