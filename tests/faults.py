@@ -181,21 +181,26 @@ class ReplicateProcess:
         self.kill()
 
 
-class TxnWriter(threading.Thread):
-    """Writes transactions into the tables of :func:`create_tables` until stopped; :meth:`pause` waits until it is
-    between transactions and holds it there (its connection closed), :meth:`resume` lets it go on (reconnecting)."""
+class PausableWriter(threading.Thread):
+    """A writer thread that runs :meth:`write_some` until stopped; :meth:`pause` waits until it is between
+    transactions and holds it there with its connection closed (while the source restarts), :meth:`resume` lets it
+    go on (reconnecting). :meth:`finish` stops it and re-raises what went wrong in it."""
 
-    def __init__(self, server: MariaDBServer, db: str, *, seed: int = 1, first_id: int = 500_000) -> None:
+    autocommit = False
+
+    def __init__(self, server: MariaDBServer, db: str) -> None:
         super().__init__(daemon=True)
         self.server, self.db = server, db
-        self.n = first_id
         self.transactions = 0
         self.error: BaseException | None = None
         self._stop_flag = threading.Event()
         self._go = threading.Event()
         self._go.set()
         self._idle = threading.Event()
-        self._seed = seed
+
+    def write_some(self, conn: Any) -> int:
+        """Write one or a few transactions on ``conn``; returns how many."""
+        raise NotImplementedError
 
     def run(self) -> None:
         conn = None
@@ -210,10 +215,8 @@ class TxnWriter(threading.Thread):
                     self._idle.clear()
                     continue
                 if conn is None:
-                    conn = self.server.connect(database=self.db, autocommit=False)
-                write_transaction(conn, self.n)
-                self.n += 1
-                self.transactions += 1
+                    conn = self.server.connect(database=self.db, autocommit=self.autocommit)
+                self.transactions += self.write_some(conn)
         except BaseException as exc:  # reported by finish()
             self.error = exc
         finally:
@@ -238,6 +241,19 @@ class TxnWriter(threading.Thread):
         if self.error is not None:
             raise self.error
         return self.transactions
+
+
+class TxnWriter(PausableWriter):
+    """Writes :func:`write_transaction` transactions into the tables of :func:`create_tables`."""
+
+    def __init__(self, server: MariaDBServer, db: str, *, first_id: int = 500_000) -> None:
+        super().__init__(server, db)
+        self.n = first_id
+
+    def write_some(self, conn: Any) -> int:
+        write_transaction(conn, self.n)
+        self.n += 1
+        return 1
 
 
 FILLER = 20_000

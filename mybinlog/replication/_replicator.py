@@ -553,13 +553,42 @@ class Replicator(SchemaChanges):
         # no deduplication tokens (old servers): remove the unconfirmed tail, then replay it normally. Rows a snapshot
         # or the initial load wrote at the checkpoint's position carry its version with the low bit set: they stay.
         floor = snapshot_version(cp.position, cp.version_base)
-        for table in self._tables.values():
-            await self.target.execute(
-                f"ALTER TABLE {table.ch_table} DELETE WHERE _version > {floor}"
-                + (" SETTINGS mutations_sync = 2" if self.target.capabilities.mutations_sync else "")
+        logger.info(
+            "%s: a batch ending at %s may be partly written: deleting rows with _version > %d before replaying it",
+            self.replica,
+            cp.pending,
+            floor,
+        )
+        tables = list(self._tables.values())
+        for attempt in range(5):
+            for table in tables:
+                await self.target.execute(
+                    f"ALTER TABLE {table.ch_table} DELETE WHERE _version > {floor}"
+                    + (" SETTINGS mutations_sync = 2" if self.target.capabilities.mutations_sync else "")
+                )
+            if not self.target.capabilities.mutations_sync:
+                await self._wait_mutations()
+            # a mutation done is not proof enough (old servers could skip a part being merged): look
+            left = []
+            for table in tables:
+                rows = await self.target.query(f"SELECT count() FROM {table.ch_table} WHERE _version > {floor}")
+                if rows and int(rows[0][0] or 0) > 0:
+                    left.append(table)
+            if not left:
+                break
+            logger.warning(
+                "%s: rows of the unconfirmed batch are still in %s after the delete (attempt %d); deleting again",
+                self.replica,
+                ", ".join(t.name for t in left),
+                attempt + 1,
             )
-        if not self.target.capabilities.mutations_sync:
-            await self._wait_mutations()
+            tables = left
+        else:
+            raise ReplicationError(
+                f"{self.replica}: could not delete the unconfirmed tail (_version > {floor}) of "
+                f"{', '.join(t.name for t in tables)} in {self.target.description}; the replay would duplicate rows "
+                "of a collapsing table. Check the table's mutations (system.mutations) and run again"
+            )
         cp.pending = None
         await save_checkpoint(self.target, cp, meta_database=self.settings.meta_database)
 

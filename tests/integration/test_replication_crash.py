@@ -19,7 +19,6 @@ import random
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from typing import Any
 import pytest
 
 from tests.compare import assert_replica_equal
-from tests.faults import STREAMING, ReplicateProcess, child_env, source_dsn, target_for
+from tests.faults import STREAMING, PausableWriter, ReplicateProcess, child_env, source_dsn, target_for
 from tests.servers import MariaDBServer
 from tests.workload import Workload
 
@@ -45,61 +44,22 @@ def _env() -> dict[str, str]:
     return env
 
 
-class Writer(threading.Thread):
-    """Runs the workload in small transactions until stopped (a real concurrent writer); :meth:`pause` holds it
-    between transactions with its connection closed (while the source restarts), :meth:`resume` lets it go on."""
+class Writer(PausableWriter):
+    """Runs the randomized workload in small transactions (a real concurrent writer; pausable, see
+    tests/faults.py)."""
+
+    autocommit = True
 
     def __init__(self, server: MariaDBServer, db: str, seed: int) -> None:
-        super().__init__(daemon=True)
-        self.server, self.db = server, db
+        super().__init__(server, db)
         self.workload = Workload(seed, large_values=False)
-        self.stop_flag = threading.Event()
-        self.error: BaseException | None = None
-        self.transactions = 0
-        self._go = threading.Event()
-        self._go.set()
-        self._idle = threading.Event()
         conn = server.connect(database=db)
         self.workload.run(conn, db, n_transactions=5, statements_per_txn=4, ddl_every=0)
         conn.close()
 
-    def run(self) -> None:
-        conn = None
-        try:
-            while not self.stop_flag.is_set():
-                if not self._go.is_set():
-                    if conn is not None:
-                        conn.close()
-                        conn = None
-                    self._idle.set()
-                    self._go.wait()
-                    self._idle.clear()
-                    continue
-                if conn is None:
-                    conn = self.server.connect(database=self.db)
-                self.workload.run(conn, self.db, n_transactions=3, statements_per_txn=3, ddl_every=9)
-                self.transactions += 3
-        except BaseException as exc:  # reported by the test
-            self.error = exc
-        finally:
-            self._idle.set()
-            if conn is not None:
-                conn.close()
-
-    def pause(self) -> None:
-        self._go.clear()
-        assert self._idle.wait(120), "writer did not pause"
-
-    def resume(self) -> None:
-        self._go.set()
-
-    def finish(self) -> None:
-        self.stop_flag.set()
-        self._go.set()
-        self.join(timeout=120)
-        assert not self.is_alive(), "writer did not stop"
-        if self.error is not None:
-            raise self.error
+    def write_some(self, conn: Any) -> int:
+        self.workload.run(conn, self.db, n_transactions=3, statements_per_txn=3, ddl_every=9)
+        return 3
 
 
 def _replicate_cmd(source: str, target: str, db: str, *extra: str) -> list[str]:
