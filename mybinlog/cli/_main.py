@@ -165,6 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    # progress lines (the initial load: rows, rate, ETA) are for people waiting: shown without -v
+    logging.getLogger("mybinlog.progress").setLevel(min(level, logging.INFO))
     out = sys.stdout
     try:
         if args.command == "dump":

@@ -215,6 +215,14 @@ def run(args: argparse.Namespace, *, spark_submit: bool = False, err: TextIO | _
         print(p.line(), file=err, flush=True)
 
     async def main() -> int:
+        # the first line at once: starting Spark takes seconds, planning (table sizes, key ranges) some more
+        tables = ", ".join(options.tables) if options.tables else "all tables"
+        print(
+            f"snapshot {options.database} ({tables}): starting Spark ({master or 'as spark-submit configured'}) and "
+            "planning chunks...",
+            file=err,
+            flush=True,
+        )
         spark = await asyncio.to_thread(spark_session, master)
         try:
             result = await run_snapshot(options, spark=spark, on_progress=progress)

@@ -73,6 +73,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger("mybinlog.replication")
+progress_logger = logging.getLogger("mybinlog.progress")
 
 
 @dataclass
@@ -147,6 +148,7 @@ class ReplicaStatus:
     retries: int = 0
     load_rows: int = 0
     load_tables: int = 0
+    load_estimate: int = 0  # rows the initial load expects (the source's table statistics: an estimate)
     error: str | None = None
 
 
@@ -423,6 +425,8 @@ class Replicator(SchemaChanges):
             start = replace(exact if exact is not None else watermark, server_id=server_id)
             version = snapshot_version(start)
             total = 0
+            progress = _LoadProgress(self.replica, len(names), await src.estimated_rows(self.database, names))
+            self.status.load_estimate = progress.estimate
             for name in names:
                 table = _Table(self, _ddl.parse_create_table(texts[name], self.database))
                 await self.target.execute(f"DROP TABLE IF EXISTS {table.ch_table}")
@@ -434,6 +438,7 @@ class Replicator(SchemaChanges):
                     await self.target.insert_tsv(table.ch_table, table.insert_columns, data)
                     total += len(rows)
                     self.status.load_rows = total
+                    progress.update(total, name)
                     if _failpoints.ACTIVE:
                         _failpoints.reached("load.after_rows")
             await src.commit()
@@ -444,6 +449,7 @@ class Replicator(SchemaChanges):
                     f"the schema of {', '.join(changed)} changed during the initial load; run replicate again "
                     "(it starts the load over) and avoid DDL on these tables until it is done"
                 )
+        progress.finish(total)
         cp = Checkpoint(self.replica, start, texts, source=self.dsn.display, seq=marker.seq)
         await self._confirm_lease()
         await save_checkpoint(self.target, cp, meta_database=s.meta_database)
@@ -862,6 +868,57 @@ class Replicator(SchemaChanges):
         logger.info("%s: checkpoint at %s after %d rows", self.replica, end, written)
         if end.timestamp:
             self.status.lag_seconds = max(0.0, time.time() - end.timestamp)
+
+class _LoadProgress:
+    """Progress lines of the initial load (logger ``mybinlog.progress``, shown by the CLI without -v): rows copied
+    of the estimate, rate and ETA, at most every ``interval`` seconds, and one final line."""
+
+    def __init__(self, replica: str, tables: int, estimate: int, interval: float = 2.0) -> None:
+        self.replica = replica
+        self.tables = tables
+        self.estimate = estimate
+        self.interval = interval
+        self.started = self.last = time.monotonic()
+
+    def update(self, rows: int, table: str) -> None:
+        now = time.monotonic()
+        if now - self.last < self.interval:
+            return
+        self.last = now
+        rate = rows / (now - self.started) if now > self.started else 0.0
+        total = max(self.estimate, rows)
+        eta = f"ETA {_duration((total - rows) / rate)}" if rate > 0 else "ETA ?"
+        progress_logger.info(
+            "%s: initial load %s/~%s rows (%.0f%%) of %d tables, now %s, %s rows/s, %s",
+            self.replica,
+            f"{rows:,}",
+            f"{total:,}",
+            100.0 * rows / total if total else 100.0,
+            self.tables,
+            table,
+            f"{rate:,.0f}",
+            eta,
+        )
+
+    def finish(self, rows: int) -> None:
+        seconds = time.monotonic() - self.started
+        progress_logger.info(
+            "%s: initial load done: %s rows of %d tables in %s",
+            self.replica,
+            f"{rows:,}",
+            self.tables,
+            _duration(seconds),
+        )
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
 
 # ------------------------------------------------------------------------------------------------------------
 # helpers

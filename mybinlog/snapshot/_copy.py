@@ -99,6 +99,7 @@ class CopyJob:
     batch_rows: int = 100_000
     batch_bytes: int = 32 << 20
     fetch_rows: int = 5_000
+    progress_rows: int = 10_000  # rows read between progress events (at most two a second)
     spool_max_files: int = 8
     # tests only: a chunk with ordinal >= N stops after its first inserted batch while the file exists
     hold: tuple[int, str] | None = None
@@ -138,6 +139,7 @@ class _Sink(Protocol):
     async def started(self, chunk: Chunk, attempt: str, watermark: Watermark) -> None: ...
     async def write(self, table: CopyTable, chunk: Chunk, attempt: str, data: bytes, rows: int) -> None: ...
     async def done(self, chunk: Chunk, attempt: str, watermark: Watermark, rows: int) -> None: ...
+    async def progress(self, chunk: Chunk, attempt: str, rows: int) -> None: ...
     async def aclose(self) -> None: ...
 
 
@@ -155,6 +157,9 @@ class _HttpSink:
 
     async def done(self, chunk: Chunk, attempt: str, watermark: Watermark, rows: int) -> None:
         await self.state.record(chunk.ordinal, attempt, "done", watermark, rows)
+
+    async def progress(self, chunk: Chunk, attempt: str, rows: int) -> None:
+        await self.state.record(chunk.ordinal, attempt, "read", None, rows)
 
     async def aclose(self) -> None:
         await self.target.aclose()
@@ -229,6 +234,10 @@ class _SpoolSink:
         }
         _write_atomic(self.dir, spool_name(chunk.ordinal, attempt, "done"), json.dumps(doc).encode())
 
+    async def progress(self, chunk: Chunk, attempt: str, rows: int) -> None:
+        # one file per attempt, rewritten: the driver records the newest count it finds
+        _write_atomic(self.dir, spool_name(chunk.ordinal, attempt, "read"), json.dumps({"rows": rows}).encode())
+
     async def aclose(self) -> None:
         return None
 
@@ -267,6 +276,7 @@ async def copy_chunk(job: CopyJob, sink: _Sink, chunk: Chunk, encode_row: Callab
     hold = _held(job, chunk)
     started = time.monotonic()
     total = 0
+    reported, reported_at = 0, started
     src = await connect_source(job.source)
     try:
         watermark = await open_chunk_snapshot(src)
@@ -302,6 +312,10 @@ async def copy_chunk(job: CopyJob, sink: _Sink, chunk: Chunk, encode_row: Callab
                 total += len(rows)
                 if len(lines) >= job.batch_rows or size >= job.batch_bytes:
                     await flush()
+                elif total - reported >= job.progress_rows and time.monotonic() - reported_at >= 0.5:
+                    # progress between inserts: the driver counts rows as they are read, not per batch or chunk
+                    reported, reported_at = total, time.monotonic()
+                    await sink.progress(chunk, attempt, total)
             with contextlib.suppress(Exception):
                 await src.query("COMMIT")  # end the read view early; the rows are all in memory or inserted
             await flush()

@@ -335,6 +335,17 @@ class SpoolLoader:
             (self.dir / name).unlink()
             handled += 1
         for name, (ordinal, attempt, kind, _batch, _rows) in parsed:
+            if kind != "read" or (ordinal, attempt) not in self.started:
+                continue
+            try:
+                rows_read = int(json.loads((self.dir / name).read_text())["rows"])
+            except (OSError, ValueError, KeyError):
+                continue  # replaced meanwhile by a newer count: the next step reads it
+            await self.store.record(ordinal, attempt, "read", None, rows_read)
+            with contextlib.suppress(OSError):
+                (self.dir / name).unlink()
+            handled += 1
+        for name, (ordinal, attempt, kind, _batch, _rows) in parsed:
             if kind != "done" or (ordinal, attempt) not in self.started:
                 continue
             doc = json.loads((self.dir / name).read_text())
@@ -704,6 +715,15 @@ class _Run:
                 len(plans),
                 len(todo),
             )
+            # the first line with totals, before any chunk runs (planning is done)
+            self._report(
+                snapshot_id,
+                states,
+                sum(c.estimated_rows for c in all_chunks),
+                len(all_chunks),
+                rows_before,
+                time.monotonic() - started,
+            )
             if todo:
                 await src.close()  # not needed while the executors work (long snapshots: server timeouts)
                 try:
@@ -927,12 +947,12 @@ class _Run:
                 if loader is not None:
                     await loader.step()
                 now = time.monotonic()
-                if done or now - last_report >= o.progress_interval:
+                if done:
+                    break  # the final line comes once, after what the executors left is loaded
+                if now - last_report >= o.progress_interval:
                     last_report = now
                     states = await store.states()
                     self._report(store.snapshot_id, states, total, chunk_count, rows_before, now - started)
-                if done:
-                    break
             try:
                 results = worker.result()
             except Exception as exc:  # noqa: BLE001 - Py4J/Spark errors have no common base we can import

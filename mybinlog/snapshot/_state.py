@@ -8,8 +8,8 @@ Two tables in the meta database (``mybinlog_meta`` unless configured), both plai
     initial snapshot dropped its tables). Rewritten with a larger ``seq``.
 ``snapshot_chunks`` (MergeTree, append-only)
     one row per event of a chunk *attempt* (one read of a chunk by one task): ``started`` (written before the
-    attempt inserts anything, with its low watermark), ``rows`` (a batch was inserted) and ``done`` (all rows of
-    the attempt are inserted).
+    attempt inserts anything, with its low watermark), ``rows`` (a batch was inserted), ``read`` (progress: how many
+    rows the attempt has read so far, between inserts) and ``done`` (all rows of the attempt are inserted).
 
 The state lives in the target (not in a local file) because executors on a cluster write it directly and a
 resumed job may run on another machine. A chunk is finished when one of its attempts has ``done``. The position
@@ -76,6 +76,7 @@ class ChunkStates:
 def summarize(events: Iterable[ChunkEvent]) -> ChunkStates:
     states = ChunkStates()
     attempt_rows: dict[tuple[int, str], int] = {}
+    read_rows: dict[tuple[int, str], int] = {}
     latest_attempt: dict[int, str] = {}
     started: set[tuple[int, str]] = set()
     for ev in events:
@@ -92,13 +93,16 @@ def summarize(events: Iterable[ChunkEvent]) -> ChunkStates:
             attempt_rows.setdefault(key, 0)
         elif ev.event == "rows":
             attempt_rows[key] = attempt_rows.get(key, 0) + ev.rows
+        elif ev.event == "read":  # rows read so far (progress between inserts; cumulative per attempt)
+            read_rows[key] = max(read_rows.get(key, 0), ev.rows)
         elif ev.event == "done" and ev.watermark is not None:
             prev = states.done.get(ev.ordinal)
             if prev is None or ev.watermark.sort_key < prev[1].sort_key:
                 states.done[ev.ordinal] = (ev.rows, ev.watermark)
     for ordinal, attempt in latest_attempt.items():
         if ordinal not in states.done:
-            states.partial_rows[ordinal] = attempt_rows.get((ordinal, attempt), 0)
+            key = (ordinal, attempt)
+            states.partial_rows[ordinal] = max(attempt_rows.get(key, 0), read_rows.get(key, 0))
     return states
 
 

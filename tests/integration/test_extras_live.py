@@ -34,5 +34,8 @@ def test_replicate_and_verify_need_no_spark_pandas_or_chdb(
     common = ("--source", source_dsn(server), "--target", url, "--database", "slim", "--target-database", "slim_x")
     done = _mybinlog("replicate", *common, "--replica", "slim_x", "--once", env=env)
     assert done.returncode == 0, done.stderr[-3000:]
+    # progress for people waiting, without -v (and nothing else at INFO)
+    assert "slim_x: initial load done: " in done.stderr
+    assert " INFO mybinlog.replication" not in done.stderr
     checked = _mybinlog("verify", *common, env=env)
     assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-3000:]

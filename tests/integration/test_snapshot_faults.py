@@ -231,6 +231,10 @@ async def test_spark_submit_into_chdb_killed_then_resumed_reuses_its_spool(
     assert result["chunks_skipped"] == 2
     assert result["checkpoint_saved"] is True
     assert f"snapshot {snapshot_id}: " in resumed_err  # progress lines
+    # the first line of the command comes before Spark's start; the final progress line (every chunk) comes once
+    mine = [line for line in resumed_err.splitlines() if line.startswith("snapshot ")]
+    assert "starting Spark" in mine[0], mine[:3]
+    assert len([m for m in PROGRESS.finditer(resumed_err) if m.group(3) == m.group(4) == "8"]) == 1, mine
     assert f"executors spool their batches in {spool}\n" in resumed_err
     assert not leftover.exists()
     assert not spool.exists()

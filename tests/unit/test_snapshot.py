@@ -418,3 +418,40 @@ def test_run_snapshot_needs_the_server_url_for_executors() -> None:
     options = SnapshotOptions(source="mysql://u@h", database="d")
     with pytest.raises(ConfigurationError, match="executors"):
         asyncio.run(run_snapshot(options, spark=object(), target=FakeTarget()))  # type: ignore[arg-type]
+
+
+def test_progress_counts_rows_read_between_inserts() -> None:
+    """``read`` events (an attempt's rows read so far) count for chunks not finished, so progress moves with the
+    rows, not per inserted batch or per chunk; a finished chunk counts its done rows."""
+    from mybinlog.snapshot._source import Watermark
+    from mybinlog.snapshot._state import ChunkEvent, summarize
+
+    wm = Watermark("binlog.000001", 100, None)
+    events = [
+        ChunkEvent(0, "a", "started", wm, 0),
+        ChunkEvent(0, "a", "read", None, 10_000),
+        ChunkEvent(0, "a", "read", None, 30_000),
+        ChunkEvent(0, "a", "rows", None, 25_000),
+        ChunkEvent(1, "b", "started", wm, 0),
+        ChunkEvent(1, "b", "read", None, 5_000),
+        ChunkEvent(1, "b", "rows", None, 8_000),
+        ChunkEvent(1, "b", "done", wm, 8_000),
+    ]
+    states = summarize(events)
+    assert states.partial_rows == {0: 30_000}
+    assert states.rows_done == 38_000
+
+
+def test_initial_load_progress_lines(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from mybinlog.replication._replicator import _LoadProgress
+
+    progress = _LoadProgress("shop", 2, 1_000, interval=0)
+    with caplog.at_level(logging.INFO, logger="mybinlog.progress"):
+        progress.update(500, "orders")
+        progress.finish(1_200)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0].startswith("shop: initial load 500/~1,000 rows (50%) of 2 tables, now orders, ")
+    assert "ETA " in lines[0]
+    assert lines[1].startswith("shop: initial load done: 1,200 rows of 2 tables in ")
