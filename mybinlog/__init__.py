@@ -97,6 +97,7 @@ if _typing.TYPE_CHECKING:  # imported on first use (below): `mybinlog dump` and 
         Binlog,
         BinlogClient,
         BinlogClientFactory,
+        BinlogClientStatistics,
         BinlogEventsDispatcher,
         BinlogStatistics,
         BinlogStatus,
@@ -105,7 +106,7 @@ if _typing.TYPE_CHECKING:  # imported on first use (below): `mybinlog dump` and 
     )
     from .source._connection import ServerInfo
     from .source._stream import BinlogStream
-    from .status import StatusServer, read_status, serve_status, status_document
+    from .status import MetricsCollector, StatusServer, read_status, serve_status, status_document
 
 # name -> module, for the names imported on first use (the asyncio connection, sharing and status layers)
 _LAZY = {
@@ -114,9 +115,11 @@ _LAZY = {
     "BinlogClientFactory": ".sharing",
     "BinlogEventsDispatcher": ".sharing",
     "BinlogStatistics": ".sharing",
+    "BinlogClientStatistics": ".sharing",
     "BinlogStatus": ".sharing",
     "get_binlog_client": ".sharing",
     "get_binlog_client_factory": ".sharing",
+    "MetricsCollector": ".status",
     "StatusServer": ".status",
     "read_status": ".status",
     "serve_status": ".status",
@@ -160,11 +163,13 @@ __all__ = [
     "serve_status",
     "read_status",
     "status_document",
+    "MetricsCollector",
     "BinlogClientFactory",
     "BinlogClient",
     "BinlogEventsDispatcher",
     "Binlog",
     "BinlogStatistics",
+    "BinlogClientStatistics",
     "Transaction",
     "BinlogStatus",
     # events

@@ -5,9 +5,10 @@
 #   bash scripts/setup.sh --test   # ... with mybinlog[test] (pytest, mysql-replication, ruff, mypy, ...)
 #
 # Installs the Debian packages mariadb-server, mariadb-client, clickhouse-server (tests only: a real 18.16
-# server for the HTTP path), libmariadb-java (Spark's JDBC driver) and a Java runtime for Spark when they are
-# missing (and python3-venv when `python -m venv` cannot work), without starting any service: tests and the
-# demo start private servers.
+# server for the HTTP path), prometheus (tests only: scrapes a running replicator; promtool checks the alert
+# rules), chromium (tests only: the status page in headless Chromium), libmariadb-java (Spark's JDBC driver) and
+# a Java runtime for Spark when they are missing (and python3-venv when `python -m venv` cannot work), without
+# starting any service: tests and the demo start private servers.
 # Runs as root without a terminal (CI=true) or as a user with sudo.
 # MYBINLOG_PYTHON chooses the interpreter for the virtualenv (default: python3.11 if found, else python3).
 set -euo pipefail
@@ -76,6 +77,8 @@ PKGS=()
 if ! have mariadbd || ! have mariadb-install-db; then PKGS+=(mariadb-server); fi
 if ! have mariadb; then PKGS+=(mariadb-client); fi
 if [ "$EXTRA" = "test" ] && ! have clickhouse-server && ! have clickhouse; then PKGS+=(clickhouse-server clickhouse-client); fi
+if [ "$EXTRA" = "test" ] && { ! have prometheus || ! have promtool; }; then PKGS+=(prometheus); fi  # /usr/bin/prometheus, /usr/bin/promtool
+if [ "$EXTRA" = "test" ] && ! have chromium; then PKGS+=(chromium); fi  # /usr/bin/chromium
 if [ ! -f /usr/share/java/mariadb-java-client.jar ]; then PKGS+=(libmariadb-java); fi
 if ! have java; then PKGS+=(openjdk-17-jre-headless); fi
 
@@ -121,8 +124,8 @@ fi
 STAMP="$VENV/.mybinlog-setup"
 WANT="$EXTRA $(sha256sum pyproject.toml | cut -d' ' -f1)"
 check_import() {
-    local mods="mybinlog, chdb, aiochclient, pyspark"
-    if [ "$EXTRA" = "test" ]; then mods="mybinlog, pytest, pytest_asyncio, pymysqlreplication, ruff, mypy, chdb, aiochclient, pyspark"; fi
+    local mods="mybinlog, chdb, aiochclient, pyspark, prometheus_client"
+    if [ "$EXTRA" = "test" ]; then mods="mybinlog, pytest, pytest_asyncio, pymysqlreplication, ruff, mypy, chdb, aiochclient, pyspark, prometheus_client"; fi
     "$VENV/bin/python" -c "import $mods" >/dev/null 2>&1
 }
 HAVE="$(cat "$STAMP" 2>/dev/null || true)"

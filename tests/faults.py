@@ -91,6 +91,29 @@ class ReplicateProcess:
         more["MYBINLOG_PASSWORD"] = password
         if failpoints:
             more["MYBINLOG_FAILPOINTS"] = failpoints
+        self._launch(more)
+
+    @classmethod
+    def with_config(cls, config: Path, *extra: str, env: dict[str, str] | None = None) -> ReplicateProcess:
+        """``mybinlog -v replicate --config FILE --status-interval 0 ...``: the file names the replicas and where
+        their passwords are (``env`` holds the variables it names; the MYBINLOG_* ones are not passed on)."""
+        self = cls.__new__(cls)
+        self.args = [
+            sys.executable,
+            "-m",
+            "mybinlog",
+            "-v",
+            "replicate",
+            "--config",
+            str(config),
+            "--status-interval",
+            "0",
+            *extra,
+        ]
+        self._launch(dict(env or {}))
+        return self
+
+    def _launch(self, more: dict[str, str]) -> None:
         self.proc = subprocess.Popen(
             self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(**more)
         )
@@ -141,11 +164,13 @@ class ReplicateProcess:
                     raise AssertionError(f"no {match!r} within {timeout} s:\n{''.join(self.lines[-40:])}")
                 self._cond.wait(left)
 
-    def wait_caught_up(self, server: MariaDBServer, *, timeout: float = 120.0) -> str:
-        """Until a checkpoint covers every transaction ``server`` has logged until now."""
+    def wait_caught_up(self, server: MariaDBServer, *, timeout: float = 120.0, replica: str | None = None) -> str:
+        """Until a checkpoint (of ``replica``, when given) covers every transaction ``server`` has logged until now."""
         goal = MariaDBGtidSet.parse(server.gtid_binlog_pos())
 
         def covers(line: str) -> bool:
+            if replica is not None and f" {replica}: checkpoint at " not in line:
+                return False
             m = _CHECKPOINT.search(line)
             return m is not None and MariaDBGtidSet.parse(m.group(3)).contains(goal)
 

@@ -12,6 +12,7 @@ module                        command
 ``_demo``                     ``demo``
 ``_status``                   ``status``
 ``_replicate``                ``replicate`` (and its exit codes)
+``_config``                   ``replicate --config FILE``: the TOML file of sources, targets and replicas
 ``_verify``                   ``verify``
 ``_snapshot``                 ``snapshot`` (also the spark-submit job's command line)
 ============================  =====================================================================

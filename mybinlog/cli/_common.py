@@ -47,6 +47,7 @@ __all__ = [
     "resolve_target_url",
     "source_dsn",
     "target_url",
+    "target_url_with_password",
 ]
 
 logger = logging.getLogger("mybinlog.cli")
@@ -248,7 +249,15 @@ def resolve_target_url(
         password = read_password_file(env[CH_PASSWORD_FILE_ENV], what=CH_PASSWORD_FILE_ENV)
     else:
         return url  # open_target reads MYBINLOG_CH_PASSWORD
-    # the user as open_target would choose it: the URL's, else ?user=, else default (a user in the netloc wins)
+    return target_url_with_password(url, password)
+
+
+def target_url_with_password(url: str, password: str) -> str:
+    """The ClickHouse server URL ``url`` (``http(s)://``, without a password) with ``password`` put in, for the
+    user :func:`~mybinlog.replication.open_target` would log in as: the URL's, else ``?user=``, else ``default``.
+    The result holds the password: never print or log it."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
     user = parts.username or quote(next((v for k, v in query if k == "user"), "") or "default", safe="")
     hostport = parts.netloc.rpartition("@")[2]
     netloc = f"{user}:{quote(password, safe='')}@{hostport}"

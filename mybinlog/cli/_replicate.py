@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import signal
@@ -30,11 +31,17 @@ def register(sub: Any) -> None:
         "cleanly. See docs/replication.md.",
     )
     rep.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a TOML file naming sources, targets and replicas (all run by this process; the replicas of one "
+        "source share one binlog connection), instead of --source/--target/--database and the settings; see "
+        "docs/replication.md, 'One configuration for many replicas'",
+    )
+    rep.add_argument(
         "--source",
-        required=True,
         metavar="DSN",
-        help="mysql://user@host:port; the password from --password-file, MYBINLOG_PASSWORD_FILE or "
-        "MYBINLOG_PASSWORD (in the URL, `ps` shows it to every user)",
+        help="mysql://user@host:port (required without --config); the password from --password-file, "
+        "MYBINLOG_PASSWORD_FILE or MYBINLOG_PASSWORD (in the URL, `ps` shows it to every user)",
     )
     add_source_arguments(rep)
     rep.add_argument(
@@ -45,7 +52,7 @@ def register(sub: Any) -> None:
         "--target-password-file, MYBINLOG_CH_PASSWORD_FILE or MYBINLOG_CH_PASSWORD",
     )
     add_target_arguments(rep)
-    rep.add_argument("--database", "-d", action="append", required=True, help="MySQL database (repeatable)")
+    rep.add_argument("--database", "-d", action="append", help="MySQL database (repeatable; required without --config)")
     rep.add_argument("--tables", help="comma-separated tables to replicate (default: all)")
     rep.add_argument("--target-database", help="ClickHouse database (default: the MySQL name; one database only)")
     rep.add_argument("--replica", help="replica name for the checkpoint (default: the database name)")
@@ -77,13 +84,30 @@ def register(sub: Any) -> None:
         help="reconnect to an unreachable source for up to S seconds before giving up with exit code "
         f"{EXIT_UNAVAILABLE} (default 300)",
     )
+    rep.add_argument(
+        "--standby",
+        action="store_true",
+        help="when another process writes the replica, wait for it instead of exiting with code "
+        f"{EXIT_LOCKED}, and take over from the checkpoint when it dies or stops confirming its lease (active/standby; "
+        "needs a ClickHouse server target and a replacing engine; docs/ha.md)",
+    )
+    rep.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=15.0,
+        metavar="S",
+        help="the replica lock's lease: the source releases the lock of a process that stopped confirming it "
+        "(paused, hung, cut off) for S seconds, so that a standby takes over within about S seconds (default 15; "
+        "whole seconds on the server; not for --engine collapsing)",
+    )
     rep.add_argument("--once", action="store_true", help="stop once caught up with the source's current end")
     rep.add_argument("--status-interval", type=float, default=10.0, metavar="S", help="log progress every S s")
     rep.add_argument(
         "--status-address",
         metavar="ADDRESS",
         help="serve the status rows and replica progress for `mybinlog status --from ADDRESS`: "
-        "unix:/path.sock, http://127.0.0.1:PORT or file:/path.json",
+        "unix:/path.sock, http://127.0.0.1:PORT or file:/path.json; over HTTP also Prometheus metrics (/metrics), "
+        "/healthz, /readyz and a status page (/ui) (docs/operations.md)",
     )
     rep.set_defaults(func=run_replicate)
 
@@ -122,35 +146,13 @@ def run_replicate(args: argparse.Namespace) -> int:
 
 
 async def _replicate(args: argparse.Namespace) -> int:
-    from ..replication import ReplicationSettings, Replicator, open_target
-
-    dsn = source_dsn(args)
-    if len(args.database) > 1 and (args.target_database or args.replica):
-        raise SystemExit("mybinlog: error: --target-database/--replica go with a single --database")
-    settings = ReplicationSettings(
-        engine=args.engine,
-        max_rows_in_buffer=args.max_rows_in_buffer,
-        max_bytes_in_buffer=args.max_bytes_in_buffer,
-        max_flush_data_time=args.max_flush_data_time,
-        max_flush_milliseconds_in_binlog_dispatcher=args.max_flush_milliseconds_in_binlog_dispatcher,
-        initial_load=args.initial_load,
-        target_retry_seconds=args.target_retry_seconds,
-        source_retry_seconds=args.source_retry_seconds,
-    )
-    tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None
-    target = await open_target(target_url(args))
-    replicators = [
-        Replicator(
-            dsn,
-            target,
-            database=db,
-            tables=tables,
-            target_database=args.target_database,
-            replica=args.replica,
-            settings=settings,
-        )
-        for db in args.database
-    ]
+    # the replicas of the command line (one source, one target, --database repeated) or of a --config file (many
+    # sources and targets; the replicas of one source share one client, i.e. one binlog connection); then the same
+    # run for both: one replica failing stops the others, a signal stops them all
+    if getattr(args, "config", None):
+        replicators, targets = await _replicas_of_config(args)
+    else:
+        replicators, targets = await _replicas_of_flags(args)
     loop = asyncio.get_running_loop()
     stopping = False
 
@@ -175,9 +177,8 @@ async def _replicate(args: argparse.Namespace) -> int:
     if args.status_address:
         from ..status import serve_status
 
-        status_server = serve_status(
-            args.status_address, extra=lambda: {"replicas": [_status_dict(r) for r in replicators]}
-        )
+        # the document, /metrics, /healthz, /readyz and the status page show each replica's snapshot()
+        status_server = serve_status(args.status_address, replicas=lambda: replicators)
         await status_server.start()
     try:
         # one replica failing stops the others (cleanly): the process exits with that replica's code, so that a
@@ -204,11 +205,11 @@ async def _replicate(args: argparse.Namespace) -> int:
         reporter.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await reporter
-        for r in replicators:
-            if r.client is not None:
-                await r.client.aclose()
-                break
-        await target.aclose()
+        clients = {id(r.client): r.client for r in replicators if r.client is not None}  # one per source
+        for client in clients.values():
+            await client.aclose()
+        for target in targets:
+            await target.aclose()
     for r in replicators:
         print(json.dumps(_status_dict(r)), flush=True)
         if r.status.stopped_tables:
@@ -221,10 +222,162 @@ async def _replicate(args: argparse.Namespace) -> int:
     return rc
 
 
+async def _replicas_of_flags(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
+    """The replicas of ``--source``/``--target``/``--database`` (one per database) and the one target."""
+    from ..replication import ReplicationSettings, Replicator, open_target
+
+    dsn = source_dsn(args)
+    if not args.database:
+        raise ConfigurationError("--database is required (or --config FILE naming the replicas)")
+    if len(args.database) > 1 and (args.target_database or args.replica):
+        raise ConfigurationError("--target-database/--replica go with a single --database")
+    settings = ReplicationSettings(
+        engine=args.engine,
+        max_rows_in_buffer=args.max_rows_in_buffer,
+        max_bytes_in_buffer=args.max_bytes_in_buffer,
+        max_flush_data_time=args.max_flush_data_time,
+        max_flush_milliseconds_in_binlog_dispatcher=args.max_flush_milliseconds_in_binlog_dispatcher,
+        initial_load=args.initial_load,
+        target_retry_seconds=args.target_retry_seconds,
+        source_retry_seconds=args.source_retry_seconds,
+        standby=args.standby,
+        lease_seconds=args.lease_seconds,
+    )
+    tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None
+    target = await open_target(target_url(args))
+    replicators = [
+        Replicator(
+            dsn,
+            target,
+            database=db,
+            tables=tables,
+            target_database=args.target_database,
+            replica=args.replica,
+            settings=settings,
+        )
+        for db in args.database
+    ]
+    return replicators, [target]
+
+
+# the options that describe replicas: with --config, the file does (the others, --once and the status options,
+# apply to the whole process and stay on the command line)
+_REPLICA_OPTIONS = {
+    "source": "--source",
+    "password_file": "--password-file",
+    "target": "--target",
+    "target_password_file": "--target-password-file",
+    "database": "--database",
+    "tables": "--tables",
+    "target_database": "--target-database",
+    "replica": "--replica",
+    "engine": "--engine",
+    "max_rows_in_buffer": "--max-rows-in-buffer",
+    "max_bytes_in_buffer": "--max-bytes-in-buffer",
+    "max_flush_data_time": "--max-flush-data-time",
+    "max_flush_milliseconds_in_binlog_dispatcher": "--max-flush-milliseconds-in-binlog-dispatcher",
+    "initial_load": "--initial-load",
+    "target_retry_seconds": "--target-retry-seconds",
+    "source_retry_seconds": "--source-retry-seconds",
+}
+
+
+def _replicate_parser() -> argparse.ArgumentParser:
+    """A parser of ``replicate`` alone, for its defaults: an option whose value differs from its default was given."""
+    sub = argparse.ArgumentParser(add_help=False).add_subparsers()
+    register(sub)
+    parser: argparse.ArgumentParser = sub.choices["replicate"]
+    return parser
+
+
+async def _replicas_of_config(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
+    """The replicas of the ``--config`` file, each with its source's shared client, and the targets they use.
+
+    Everything that can be wrong with the file or its passwords is raised (ConfigurationError: exit 2) before
+    anything connects."""
+    from ..replication import ReplicationSettings, Replicator, open_target
+    from ..sharing import get_binlog_client
+    from ._config import load_config
+
+    defaults = _replicate_parser()
+    options = dict(_REPLICA_OPTIONS)
+    for f in dataclasses.fields(ReplicationSettings):  # an option named after a setting: the file's key
+        options.setdefault(f.name, "--" + f.name.replace("_", "-"))
+    given = [
+        flag
+        for dest, flag in options.items()
+        if hasattr(args, dest) and getattr(args, dest) != defaults.get_default(dest)
+    ]
+    if given:
+        raise ConfigurationError(
+            f"{', '.join(given)} cannot go with --config: the file names the sources, targets and replicas and "
+            "their settings (a [settings] table holds the defaults); the command line keeps --once, "
+            "--status-address and --status-interval"
+        )
+    config = load_config(args.config)
+    used_sources = list(dict.fromkeys(r.source for r in config.replicas))
+    used_targets = list(dict.fromkeys(r.target for r in config.replicas))
+    # passwords now: a missing file or variable is reported before anything connects
+    dsns = {name: config.source_dsn(name) for name in used_sources}
+    urls = {name: config.target_url(name) for name in used_targets}
+    # the file's status options, unless the command line gives them (the status server and reporter read args)
+    if getattr(args, "status_address", None) is None:
+        args.status_address = config.status_address
+    if config.status_interval is not None and args.status_interval == defaults.get_default("status_interval"):
+        args.status_interval = config.status_interval
+    targets: dict[str, Any] = {}
+    try:
+        for name, url in urls.items():
+            targets[name] = await open_target(url)
+    except BaseException:
+        for opened in targets.values():
+            await opened.aclose()
+        raise
+    clients = {}
+    for name, dsn in dsns.items():
+        source = config.sources[name]
+        clients[name] = get_binlog_client(
+            dsn,
+            max_bytes_in_binlog_dispatcher_buffer=source.max_bytes_in_binlog_dispatcher_buffer,
+            max_flush_milliseconds_in_binlog_dispatcher=source.max_flush_milliseconds_in_binlog_dispatcher,
+            stream_options={
+                "max_reconnect_attempts": 1_000_000,
+                "max_reconnect_seconds": config.connection_retry_seconds(name),
+            },
+        )
+    replicators = [
+        Replicator(
+            dsns[r.source],
+            targets[r.target],
+            database=r.database,
+            tables=r.tables,
+            target_database=r.target_database,
+            replica=r.name,
+            settings=r.settings,
+            client=clients[r.source],
+        )
+        for r in config.replicas
+    ]
+    for r, spec in zip(replicators, config.replicas, strict=True):
+        logger.info(
+            "%s: replica %s: %s/%s -> %s %s (engine %s)",
+            config.path,
+            r.replica,
+            r.dsn.display,
+            r.database,
+            targets[spec.target].description,
+            r.target_database,
+            r.settings.engine,
+        )
+    return replicators, list(targets.values())
+
+
 def _status_dict(r: Any) -> dict[str, Any]:
     s = r.status
     return {
         "replica": s.replica,
+        "leader": s.leader,
+        "epoch": s.epoch,
         "database": s.database,
         "target_database": s.target_database,
         "state": s.state,

@@ -15,6 +15,13 @@ Two more states share the row:
 * ``version_base``: added to binlog file numbers in row versions (see :mod:`._version`). It changes when the source
   becomes another server (a failover: ``position.server_id`` changes), so that versions keep growing although the
   new server numbers its binlog files differently.
+
+``seq`` orders the rows of a replica and carries its **leader epoch** (docs/ha.md): ``seq = epoch << 32 | counter``.
+Every process that takes the replica's lock (a start, a standby taking over, a retake after the lock's connection
+broke) claims ``epoch = (epoch of the newest row) + 1`` and saves a row with it before it writes any data; its later
+saves count up in the low 32 bits. A former leader that was paused or cut off and resumes can therefore never save
+a row that wins over the new leader's (ReplacingMergeTree(seq) keeps, and :func:`load_checkpoint` returns, the
+highest ``seq``), however many saves it makes. Rows written before epochs existed have epoch 0.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ReplicationError
 from ..protocol._gtid import parse_gtid_set
 from ..protocol._position import BinlogPosition
 from .target import TargetError, quote_ident, quote_string
@@ -31,10 +39,44 @@ from .target import TargetError, quote_ident, quote_string
 if TYPE_CHECKING:
     from .target import Target
 
-__all__ = ["DEFAULT_META_DATABASE", "Checkpoint", "load_checkpoint", "save_checkpoint"]
+__all__ = [
+    "DEFAULT_META_DATABASE",
+    "Checkpoint",
+    "latest_seq",
+    "load_checkpoint",
+    "make_seq",
+    "next_seq",
+    "save_checkpoint",
+    "seq_epoch",
+]
 
 DEFAULT_META_DATABASE = "mybinlog_meta"
 _TABLE = "checkpoints"
+_EPOCH_SHIFT = 32
+_COUNTER_MASK = (1 << _EPOCH_SHIFT) - 1
+_MAX_EPOCH = (1 << (64 - _EPOCH_SHIFT)) - 1  # seq is a UInt64
+
+
+def make_seq(epoch: int, counter: int) -> int:
+    """The ``seq`` of the ``counter``-th save in leader epoch ``epoch`` (the module docstring)."""
+    if not 0 <= epoch <= _MAX_EPOCH or not 0 <= counter <= _COUNTER_MASK:
+        raise ValueError(f"epoch {epoch} / counter {counter} out of range")
+    return epoch << _EPOCH_SHIFT | counter
+
+
+def seq_epoch(seq: int) -> int:
+    """The leader epoch a checkpoint row's ``seq`` belongs to (0: saved before epochs existed)."""
+    return seq >> _EPOCH_SHIFT
+
+
+def next_seq(seq: int) -> int:
+    """The ``seq`` of the next save in the same epoch."""
+    if seq & _COUNTER_MASK == _COUNTER_MASK:
+        raise ReplicationError(
+            f"checkpoint counter of epoch {seq_epoch(seq)} exhausted ({_COUNTER_MASK} saves); restart the replica "
+            "(a new epoch starts the counter again)"
+        )
+    return seq + 1
 
 
 @dataclass
@@ -47,9 +89,14 @@ class Checkpoint:
     source: str = ""  # the source DSN without password
     pending: BinlogPosition | None = None  # end of a batch being inserted (None: nothing in flight)
     stopped: dict[str, str] = field(default_factory=dict)  # table -> why its replication stopped
-    seq: int = 0
+    seq: int = 0  # epoch << 32 | counter (the module docstring); 0: never saved, the next save claims an epoch
     loading: list[str] | None = None  # an unfinished initial load: the tables it may have written
     version_base: int = 0  # added to binlog file numbers in row versions (changes on a failover)
+
+    @property
+    def epoch(self) -> int:
+        """The leader epoch of the process that saved (or will save) this checkpoint."""
+        return seq_epoch(self.seq)
 
 
 def _position_json(pos: BinlogPosition | None) -> dict[str, Any] | None:
@@ -96,6 +143,13 @@ async def _ensure_table(target: Target, meta_database: str, *, force: bool = Fal
     return table
 
 
+async def latest_seq(target: Target, replica: str, *, meta_database: str = DEFAULT_META_DATABASE) -> int:
+    """The highest ``seq`` saved for ``replica`` (0 when it has no row): a new leader claims the epoch above it."""
+    table = await _ensure_table(target, meta_database)
+    rows = await target.query(f"SELECT max(seq) FROM {table} WHERE replica = {quote_string(replica)}")
+    return int(rows[0][0] or 0) if rows and rows[0][0] not in (None, "") else 0
+
+
 async def load_checkpoint(
     target: Target, replica: str, *, meta_database: str = DEFAULT_META_DATABASE, include_loading: bool = False
 ) -> Checkpoint | None:
@@ -130,9 +184,16 @@ async def load_checkpoint(
 async def save_checkpoint(
     target: Target, checkpoint: Checkpoint, *, meta_database: str = DEFAULT_META_DATABASE
 ) -> None:
-    """Persist ``checkpoint`` (one atomic single-row insert); its ``seq`` is incremented."""
+    """Persist ``checkpoint`` (one atomic single-row insert); its ``seq`` counts up within its epoch.
+
+    A checkpoint that was never saved or loaded (``seq`` 0, e.g. the one a finished snapshot writes) first claims the
+    epoch above every row of the replica, so that it wins over them (the writer holds the replica's lock).
+    """
     table = await _ensure_table(target, meta_database)
-    checkpoint.seq += 1
+    if checkpoint.seq == 0:
+        newest = await latest_seq(target, checkpoint.replica, meta_database=meta_database)
+        checkpoint.seq = make_seq(seq_epoch(newest) + 1, 0)
+    checkpoint.seq = next_seq(checkpoint.seq)
     state = json.dumps(
         {
             "position": _position_json(checkpoint.position),

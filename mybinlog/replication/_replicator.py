@@ -51,8 +51,17 @@ from ..sharing import Binlog, BinlogClient, get_binlog_client
 from ..source._dsn import DSN
 from . import _chschema
 from . import ddl as _ddl
-from ._checkpoint import DEFAULT_META_DATABASE, Checkpoint, load_checkpoint, save_checkpoint
+from ._checkpoint import (
+    DEFAULT_META_DATABASE,
+    Checkpoint,
+    latest_seq,
+    load_checkpoint,
+    make_seq,
+    save_checkpoint,
+    seq_epoch,
+)
 from ._lease import ReplicaLease, ReplicaLockedError, lease_name, target_identity
+from ._observe import count_batch, replica_snapshot
 from ._schema import SchemaChanges, _Table
 from ._source import SourceConnection, quote_mysql_ident, select_scope
 from ._version import (
@@ -62,6 +71,7 @@ from ._version import (
     version_file,
     version_position,
 )
+from ._watch import BinlogCheck, SourceWatch
 from .target import Target, TargetConnectionError, TargetError, quote_ident, quote_string
 
 __all__ = [
@@ -84,6 +94,13 @@ class ReplicationSettings:
     pass) is retried, restarting from the checkpoint with backoff, before the replicator gives up
     (:class:`TargetUnavailableError`). ``source_retry_seconds``: how long the source may stay unreachable (the
     binlog stream and the replica lock reconnect meanwhile) before it gives up with the position to resume from.
+
+    ``standby``: when another process writes the replica, wait for its lock instead of failing with
+    :class:`ReplicaLockedError`, then take over from the checkpoint (docs/ha.md). ``lease_seconds``: the replica
+    lock's lease: the source drops the lock of a holder that stopped confirming it (paused, hung, cut off) for that
+    long, so that a standby takes over within about that time; the holder confirms every quarter of it. Collapsing
+    replicas keep their lock as long as its connection lives (``lease_seconds`` does not apply) and refuse
+    ``standby``: a former leader's insert that was in flight when it was paused could duplicate rows there.
     """
 
     engine: str = "replacing"
@@ -99,18 +116,31 @@ class ReplicationSettings:
     initial_load: str = "auto"  # "auto": copy existing tables when there is no checkpoint; "none": stream only
     target_retry_seconds: float = 300.0
     source_retry_seconds: float = 300.0
+    standby: bool = False
+    lease_seconds: float = 15.0
+    source_check_seconds: float = 10.0  # binlog purge risk and bytes behind: read every this often (_watch.py)
 
     def __post_init__(self) -> None:
         if self.engine not in _chschema.ENGINES:
             raise ConfigurationError(f"unknown engine {self.engine!r}; choose one of {', '.join(_chschema.ENGINES)}")
         if self.initial_load not in ("auto", "none"):
             raise ConfigurationError("initial_load must be 'auto' or 'none'")
+        if not 1 <= self.lease_seconds <= 31_536_000:
+            raise ConfigurationError(f"lease_seconds must be between 1 and 31536000 (got {self.lease_seconds:g})")
+        if self.standby and self.engine == "collapsing":
+            raise ConfigurationError(
+                "standby is refused for the collapsing engine: a former leader paused with an insert in flight could "
+                "add that batch a second time after a standby replayed it, and a collapsing table cannot absorb "
+                "duplicates (docs/ha.md). Use engine 'replacing' or 'replacing_is_deleted' for active/standby, or "
+                "restart a single collapsing replicator with a supervisor"
+            )
         for name in (
             "max_rows_in_buffer",
             "max_bytes_in_buffer",
             "max_flush_data_time",
             "target_retry_seconds",
             "source_retry_seconds",
+            "source_check_seconds",
         ):
             if getattr(self, name) < 0:
                 raise ConfigurationError(f"{name} must be >= 0")
@@ -150,6 +180,18 @@ class ReplicaStatus:
     load_tables: int = 0
     load_estimate: int = 0  # rows the initial load expects (the source's table statistics: an estimate)
     error: str | None = None
+    leader: bool = True  # False while this process is a standby for the replica (set by the HA code; docs/ha.md)
+    epoch: int = 0  # the leader epoch this process claimed for the replica (0: none yet; docs/ha.md)
+    rows_by_table: dict[str, dict[str, int]] = field(default_factory=dict)  # rows written: table -> kind -> rows
+    idle_at: float | None = None  # unix time the stream last had nothing to write (for the lag, see _observe.py)
+    checkpoint_time: float | None = None  # unix time this process last saved a checkpoint
+    binlog_check: BinlogCheck | None = None  # the last binlog purge risk check (_watch.py)
+
+
+class _NewTerm(Exception):
+    """The replica lock was taken again after its connection broke and another process led meanwhile (or the initial
+    load was running): the replicator starts again from the newest checkpoint under a new epoch (caught in
+    ``_run``)."""
 
 
 # ClickHouse errors that may pass by themselves (the server restarting, overloaded, a timeout): restart from the
@@ -229,6 +271,10 @@ class Replicator(SchemaChanges):
         self._version_server = 0  # the server whose file numbers the versions use (0: not known yet)
         self._last_version = 0  # the version of the last transaction end seen: they never go backwards
         self._saves = 0  # checkpoints saved by this replicator (progress, for the retry budget)
+        self._epoch = 0  # the leader epoch this replicator claimed (docs/ha.md); 0: none yet
+        self._term = 0  # the lease term (ReplicaLease.term) the epoch was claimed in
+        self._loading_now = False  # the initial load is running (a lock taken again then restarts it)
+        self._watch: SourceWatch | None = None
         self.status = ReplicaStatus(self.replica, database, self.target_database, "", None)
         self.flavor = "mariadb"
 
@@ -250,9 +296,14 @@ class Replicator(SchemaChanges):
         """The replica's consumer of the shared binlog (None before streaming starts and after the end)."""
         return self._binlog
 
+    def snapshot(self) -> dict[str, Any]:
+        """The status as a JSON-able dict with the values of now (lag, checkpoint age, connection; _observe.py)."""
+        return replica_snapshot(self)
+
     async def run(self, *, until_caught_up: bool = False) -> None:
         try:
-            await self._run(until_caught_up)
+            async with SourceWatch(self, self.settings.source_check_seconds) as self._watch:
+                await self._run(until_caught_up)
         except BaseException as exc:
             self.status.state = "failed"
             if isinstance(exc, Exception):
@@ -275,17 +326,30 @@ class Replicator(SchemaChanges):
                 f"engine 'replacing_is_deleted' needs ReplacingMergeTree(ver, is_deleted) (ClickHouse 23.2+); "
                 f"{self.target.description} is {'.'.join(map(str, caps.version))}: use engine='replacing'"
             )
+        if s.standby and getattr(self.target, "kind", "") == "chdb":
+            raise ConfigurationError(
+                "standby needs a ClickHouse server as the target: embedded ClickHouse (chdb) opens its directory in "
+                "one process at a time, so the active and its standbys cannot share it (docs/ha.md)"
+            )
         async with await SourceConnection.connect(self.dsn) as src:  # checks the source's binlog settings early
             self.flavor = src.flavor
-            goal = await src.current_position() if until_caught_up else None
+            goal = await src.current_position() if until_caught_up and not s.standby else None
         lease = ReplicaLease(
             self.dsn,
             lease_name(target_identity(self.target), s.meta_database, self.replica),
             replica=self.replica,
             retry_seconds=s.source_retry_seconds,
+            lease_seconds=None if s.engine == "collapsing" else s.lease_seconds,
         )
-        await lease.acquire()
         self._lease = lease
+        if s.standby:
+            self.status.state = "standby"
+            self.status.leader = False
+        if not await lease.acquire(wait=s.standby, stop=self._stop):
+            return  # stopped while waiting as a standby
+        if until_caught_up and goal is None:  # a standby catches up with what the source has when it takes over
+            async with await SourceConnection.connect(self.dsn) as src:
+                goal = await src.current_position()
         if self.client is None:
             self.client = get_binlog_client(
                 self.dsn,
@@ -302,9 +366,16 @@ class Replicator(SchemaChanges):
             try:
                 await self._attempt(goal)
                 return
+            except _NewTerm as exc:
+                logger.warning("%s: %s; starting again from the checkpoint", self.replica, exc)
+                await self._reset()
+                continue
             except MybinlogError as exc:
                 if not _target_retriable(exc) or self._stop.is_set():
-                    raise
+                    lost = await self._lease_lost(exc)
+                    if lost is None:
+                        raise
+                    raise lost from exc
                 now = time.monotonic()
                 if failing_since is None or self._saves != saves_then:  # a new outage (progress since the last)
                     failing_since, saves_then, delay = now, self._saves, 0.2
@@ -330,8 +401,13 @@ class Replicator(SchemaChanges):
         s = self.settings
         await self.target.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(self.target_database)}")
         cp = await load_checkpoint(self.target, self.replica, meta_database=s.meta_database, include_loading=True)
+        await self._claim_epoch(cp)
         if cp is None or cp.loading is not None:
-            cp = await self._initial_load(cp)
+            self._loading_now = True
+            try:
+                cp = await self._initial_load(cp)
+            finally:
+                self._loading_now = False
         self._checkpoint = cp
         self._tables = {}
         for name, text in cp.tables.items():
@@ -345,6 +421,8 @@ class Replicator(SchemaChanges):
             await self._prepare_replay(cp)
         if self._stop.is_set():
             return
+        if self._watch is not None:
+            await self._watch.check()  # warns before streaming when the checkpoint's binlog is at risk
         self.status.state = "streaming"
         self.status.position = str(cp.position)
         await self._stream(cp, goal)
@@ -366,9 +444,130 @@ class Replicator(SchemaChanges):
             with contextlib.suppress(MybinlogError):
                 await asyncio.shield(binlog.aclose())
 
+    # -- the lease and the leader epoch (docs/ha.md) -------------------------------------------------------
     async def _confirm_lease(self) -> None:
-        if self._lease is not None:
-            await self._lease.confirm()
+        """Before every write: the lease is still ours, and still in the term whose epoch this replicator claimed
+        (the lock taken again after its connection broke is a new term: see :meth:`_retaken`)."""
+        lease = self._lease
+        if lease is None:
+            return
+        await lease.confirm()
+        if lease.term != self._term and self._term:
+            await self._retaken(lease.term)
+
+    async def _retaken(self, term: int) -> None:
+        """The lock was taken again after its connection broke (the source restarted, a network cut). Nobody can have
+        written the replica meanwhile unless a checkpoint of a later epoch is there now (every leader saves its epoch
+        before any data): then, or in the middle of the initial load, start again from the newest checkpoint;
+        otherwise go on with the next epoch, which the next save carries (it outranks a claim another process may
+        have had in flight while it held the lock in between)."""
+        if self._loading_now:
+            raise _NewTerm("took its replica lock again during the initial load")
+        seen = seq_epoch(await latest_seq(self.target, self.replica, meta_database=self.settings.meta_database))
+        if seen > self._epoch:
+            raise _NewTerm(f"took its replica lock again, but another process led the replica meanwhile (epoch {seen})")
+        self._term = term
+        self._epoch = max(seen, self._epoch) + 1
+        self.status.epoch = self._epoch
+        logger.warning(
+            "%s: took its replica lock again and no other process wrote meanwhile: going on as epoch %d",
+            self.replica,
+            self._epoch,
+        )
+
+    def _check_lease(self) -> None:
+        """On every turn of the stream loop: stop at once when the keep-alive found the lease lost, also when there
+        is nothing to write."""
+        lease = self._lease
+        if lease is not None and lease.failure is not None:
+            raise lease.failure
+
+    def _wrote(self, what: str) -> None:
+        """After a write: say so when it finished after the lease may have expired (the process was paused or hung
+        while the write was in flight). Such a write may have landed after a standby took over: harmless (docs/ha.md:
+        rows carry the versions the new leader writes too, a checkpoint row the lower epoch), but reported."""
+        lease = self._lease
+        if lease is not None and lease.maybe_expired():
+            logger.warning(
+                "%s: %s finished %.1f s after the last confirmation of the replica lease (lease %g s): it was in "
+                "flight while this process was paused, hung or cut off, and may have landed after a takeover",
+                self.replica,
+                what,
+                lease.since_confirmed(),
+                lease.lease_seconds or 0,
+            )
+
+    async def _save(self, cp: Checkpoint) -> None:
+        """Save a checkpoint after confirming the lease (every checkpoint save goes through here), in this
+        replicator's epoch."""
+        await self._confirm_lease()
+        if cp.epoch < self._epoch:
+            cp.seq = make_seq(self._epoch, 0)
+        if _failpoints.ACTIVE:
+            _failpoints.reached("checkpoint.before_save")
+        await save_checkpoint(self.target, cp, meta_database=self.settings.meta_database)
+        self._wrote(f"the checkpoint save of epoch {cp.epoch} (seq {cp.seq})")
+
+    async def _claim_epoch(self, newest: Checkpoint | None) -> None:
+        """Claim the leader epoch above every checkpoint row of the replica, once per lease term, and save it before
+        any data is written (the initial load's "loading" row is that save when there is no checkpoint).
+
+        ``newest`` is the replica's newest row. A later epoch than ours within our term means another process led
+        meanwhile (it can only have come from a process that held the lock): stop.
+        """
+        lease = self._lease
+        term = lease.term if lease is not None else 0
+        seen = newest.epoch if newest is not None else 0
+        if self._epoch and term == self._term:  # a retry within the term (ClickHouse failed): the epoch stays ours
+            if seen > self._epoch:
+                raise ReplicaLockedError(
+                    f"replica {self.replica!r}: another process saved a checkpoint of leader epoch {seen} while this "
+                    f"one (epoch {self._epoch}) held the lock; stopping so that two processes never write the replica"
+                )
+            return
+        first = not self._epoch
+        self._epoch, self._term = seen + 1, term
+        self.status.epoch = self._epoch
+        self.status.leader = True
+        if newest is not None:
+            newest.seq = make_seq(self._epoch, 0)
+            if newest.loading is None:
+                await self._save(newest)  # the claim: the checkpoint as it was, under the new epoch
+        waited = lease.waited if lease is not None and first else 0.0
+        if self.settings.standby and first:
+            logger.warning(
+                "%s: took over replica %r (epoch %d) after %.1f s as a standby, at %s",
+                self.replica,
+                self.replica,
+                self._epoch,
+                waited,
+                newest.position if newest is not None and newest.loading is None else "its initial load",
+            )
+        else:
+            logger.info(
+                "%s: leads replica %r (epoch %d)%s",
+                self.replica,
+                self.replica,
+                self._epoch,
+                "" if first else " in a new lease term",
+            )
+
+    async def _lease_lost(self, exc: MybinlogError) -> ReplicaLockedError | None:
+        """The lost lease behind ``exc``, if that is what lies behind it (a former leader's write that failed after a
+        standby took over, e.g. an ALTER the new leader had already applied): reported instead (exit code 4)."""
+        lease = self._lease
+        if lease is None or isinstance(exc, ReplicaLockedError):
+            return None
+        if isinstance(lease.failure, ReplicaLockedError):
+            return lease.failure
+        if lease.maybe_expired():  # stalled for longer than the lease: is the lock still ours?
+            try:
+                await lease.confirm()
+            except ReplicaLockedError as lost:
+                return lost
+            except MybinlogError:
+                return None
+        return None
 
     async def _initial_load(self, previous: Checkpoint | None) -> Checkpoint:
         """Copy the tables that exist now, consistently with a binlog position, and return the first checkpoint.
@@ -388,13 +587,13 @@ class Replicator(SchemaChanges):
                 BinlogPosition("", 4),
                 source=self.dsn.display,
                 loading=sorted(leftovers | set(names)),
-                seq=previous.seq if previous is not None else 0,
+                seq=previous.seq if previous is not None else make_seq(self._epoch, 0),
             )
             if not leftovers:
                 await self._check_empty_targets(names)
-            await self._confirm_lease()
-            await save_checkpoint(self.target, marker, meta_database=s.meta_database)
+            await self._save(marker)
             for name in sorted(leftovers):
+                await self._confirm_lease()
                 await self.target.execute(f"DROP TABLE IF EXISTS {self._ch(name)}")
             if leftovers:
                 logger.warning(
@@ -408,11 +607,12 @@ class Replicator(SchemaChanges):
                 position = await src.current_position()
                 texts = {t: await src.show_create_table(self.database, t) for t in names}
                 for text in texts.values():
+                    await self._confirm_lease()
                     await self._create_ch_table(_ddl.parse_create_table(text, self.database))
                 cp = Checkpoint(
                     self.replica, replace(position, server_id=server_id), texts, source=self.dsn.display, seq=marker.seq
                 )
-                await save_checkpoint(self.target, cp, meta_database=s.meta_database)
+                await self._save(cp)
                 return cp
             watermark = await src.current_position()  # before the schemas: DDL after it is replayed
             texts = {t: await src.show_create_table(self.database, t) for t in names}
@@ -429,13 +629,16 @@ class Replicator(SchemaChanges):
             self.status.load_estimate = progress.estimate
             for name in names:
                 table = _Table(self, _ddl.parse_create_table(texts[name], self.database))
+                await self._confirm_lease()
                 await self.target.execute(f"DROP TABLE IF EXISTS {table.ch_table}")
                 await self._create_ch_table(table.definition)
                 suffix = _meta_suffix(s.engine, 1, version)
                 async for rows in src.stream_rows(self.database, name, table.columns):
                     encode = table.select_encoder
                     data = "".join([encode(r) + suffix for r in rows]).encode("utf-8", "surrogateescape")
+                    await self._confirm_lease()
                     await self.target.insert_tsv(table.ch_table, table.insert_columns, data)
+                    self._wrote(f"an initial-load insert into {table.ch_table}")
                     total += len(rows)
                     self.status.load_rows = total
                     progress.update(total, name)
@@ -451,8 +654,7 @@ class Replicator(SchemaChanges):
                 )
         progress.finish(total)
         cp = Checkpoint(self.replica, start, texts, source=self.dsn.display, seq=marker.seq)
-        await self._confirm_lease()
-        await save_checkpoint(self.target, cp, meta_database=s.meta_database)
+        await self._save(cp)
         logger.info("%s: initial load copied %d rows of %d tables at %s", self.replica, total, len(names), start)
         self.status.rows_written += total
         return cp
@@ -568,6 +770,7 @@ class Replicator(SchemaChanges):
         tables = list(self._tables.values())
         for attempt in range(5):
             for table in tables:
+                await self._confirm_lease()
                 await self.target.execute(
                     f"ALTER TABLE {table.ch_table} DELETE WHERE _version > {floor}"
                     + (" SETTINGS mutations_sync = 2" if self.target.capabilities.mutations_sync else "")
@@ -596,7 +799,7 @@ class Replicator(SchemaChanges):
                 "of a collapsing table. Check the table's mutations (system.mutations) and run again"
             )
         cp.pending = None
-        await save_checkpoint(self.target, cp, meta_database=self.settings.meta_database)
+        await self._save(cp)
 
     async def _wait_mutations(self) -> None:
         deadline = time.monotonic() + 300
@@ -681,6 +884,7 @@ class Replicator(SchemaChanges):
             return
         flush_s = s.max_flush_data_time / 1000
         while not self._stop.is_set():
+            self._check_lease()
             timeout = flush_s
             if self._batch_started is not None:
                 timeout = max(0.0, self._batch_started + flush_s - time.monotonic())
@@ -713,6 +917,8 @@ class Replicator(SchemaChanges):
                         self._ddl_dirty = False
                         await self._flush()
                     continue
+            elif self._batch_started is None:
+                self.status.idle_at = time.time()  # nothing to write: not behind (the lag, _observe.py)
             if (
                 self._batch_started is not None
                 and self._replay_until is None  # a replayed batch is flushed exactly where it ended before
@@ -831,7 +1037,7 @@ class Replicator(SchemaChanges):
         if collapsing and self._batch and cp.pending is None and self._replay_until is None:
             cp.pending = end
             cp.version_base = self._version_base
-            await save_checkpoint(self.target, cp, meta_database=s.meta_database)
+            await self._save(cp)
             if _failpoints.ACTIVE:
                 _failpoints.reached("flush.after_pending")
         written = 0
@@ -846,17 +1052,24 @@ class Replicator(SchemaChanges):
             token = None
             if collapsing and self.target.capabilities.insert_deduplication_token:
                 token = f"{self.replica}:{start.file}:{start.offset}-{end.file}:{end.offset}:{name}"
+            await self._confirm_lease()
+            if _failpoints.ACTIVE:
+                _failpoints.reached("flush.before_insert")
             await self.target.insert_tsv(table.ch_table, table.insert_columns, data, dedup_token=token)
+            self._wrote(f"an insert into {table.ch_table}")
             written += len(lines)
             if _failpoints.ACTIVE:
                 _failpoints.reached("flush.after_table")
         if _failpoints.ACTIVE:
             _failpoints.reached("flush.after_inserts")
+        await self._confirm_lease()
         cp.position = end
         cp.pending = None
         cp.version_base = self._version_base
-        await save_checkpoint(self.target, cp, meta_database=s.meta_database)
+        await self._save(cp)
         self._saves += 1
+        self.status.checkpoint_time = time.time()
+        count_batch(self.status.rows_by_table, self._batch, self._tables)
         self._replay_until = None
         self._batch.clear()
         self._batch_rows = self._batch_bytes = 0
@@ -865,7 +1078,9 @@ class Replicator(SchemaChanges):
         self.status.batches += 1
         if self.status.state == "retrying":
             self.status.state = "streaming"
-        logger.info("%s: checkpoint at %s after %d rows", self.replica, end, written)
+        logger.info(
+            "%s: checkpoint at %s after %d rows (epoch %d, seq %d)", self.replica, end, written, cp.epoch, cp.seq
+        )
         if end.timestamp:
             self.status.lag_seconds = max(0.0, time.time() - end.timestamp)
 

@@ -7,7 +7,7 @@ The modules follow the data path::
     _dispatcher  BinlogEventsDispatcher: reader task -> buffer -> flusher -> consumer queues; attach, catch-up merge
     _consumer    Binlog: one consumer's byte-limited queue, an anyio ObjectReceiveStream of events
     _client      BinlogClient (consumers of one user:password@host:port), BinlogClientFactory, get_binlog_client
-    _rows        BinlogStatus: the status rows (ClickHouse's system.mysql_binlogs columns)
+    _rows        BinlogStatus: the status rows (ClickHouse's system.mysql_binlogs columns); BinlogClientStatistics
 
 A :class:`BinlogClient` per server owns dispatchers; each dispatcher reads one :class:`~mybinlog.BinlogStream` and
 fans its events out to byte-limited consumer queues (:class:`Binlog`), detaching a consumer that stays full too long
@@ -39,7 +39,7 @@ from ._client import (
 )
 from ._consumer import Binlog, BinlogStatistics
 from ._dispatcher import BinlogEventsDispatcher
-from ._rows import BinlogStatus
+from ._rows import BinlogClientStatistics, BinlogStatus
 from ._source import EventSource, SourceFactory
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "Binlog",
     "BinlogClient",
     "BinlogClientFactory",
+    "BinlogClientStatistics",
     "BinlogEventsDispatcher",
     "BinlogStatistics",
     "BinlogStatus",

@@ -26,7 +26,7 @@ from ..source._stream import BinlogStream
 from ._consumer import Binlog
 from ._dispatcher import BinlogEventsDispatcher
 from ._items import SHARED_DECODE_MIN_BYTES, _Batch, _held, _Item, _private_copy
-from ._rows import BinlogStatus
+from ._rows import BinlogClientStatistics, BinlogStatus
 from ._source import EventSource, SourceFactory
 
 __all__ = [
@@ -117,6 +117,8 @@ class BinlogClient:
         self.shared_decode_bytes = max(max_bytes_in_binlog_dispatcher_buffer, SHARED_DECODE_MIN_BYTES)
         self._window: deque[_Item] = deque()
         self._window_bytes = 0
+        # the counters of the dispatchers that stopped (statistics() adds the running ones)
+        self._retired: list[float] = [0, 0, 0, 0, 0, 0, 0.0]
 
     def __repr__(self) -> str:
         return f"<BinlogClient {self.name} dispatchers={len(self._dispatchers)} consumers={len(self._consumers)}>"
@@ -312,6 +314,8 @@ class BinlogClient:
 
     # -- bookkeeping --------------------------------------------------------------------------------------------
     def _dispatcher_done(self, d: BinlogEventsDispatcher) -> None:
+        if d in self._dispatchers:
+            self._retired = [a + b for a, b in zip(self._retired, _counters(d), strict=True)]
         with contextlib.suppress(ValueError):
             self._dispatchers.remove(d)
         if not self._consumers and not self._dispatchers and self._factory is not None:
@@ -344,6 +348,28 @@ class BinlogClient:
             rows.extend(d.status())
         return rows
 
+    def statistics(self) -> BinlogClientStatistics:
+        """Totals since this client was created (events and bytes read, reconnects, merges, detaches, queue waits),
+        over the dispatchers running now and those that stopped, and the number running and connected now."""
+        totals = list(self._retired)
+        running = self.dispatchers
+        for d in self._dispatchers:
+            totals = [a + b for a, b in zip(totals, _counters(d), strict=True)]
+        events, nbytes, reconnects, merges, detaches, waits, wait_seconds = totals
+        return BinlogClientStatistics(
+            name=self.name,
+            dispatchers=len(running),
+            connected=sum(1 for d in running if d.connected),
+            consumers=len(self._consumers),
+            events_read=int(events),
+            bytes_read=int(nbytes),
+            reconnects=int(reconnects),
+            merges=int(merges),
+            detaches=int(detaches),
+            queue_waits=int(waits),
+            queue_wait_seconds=float(wait_seconds),
+        )
+
     async def aclose(self) -> None:
         """Stop every dispatcher (their consumers get :class:`BinlogStoppedError`) and wait for their tasks."""
         self.closed = True
@@ -366,6 +392,18 @@ class BinlogClient:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+def _counters(d: BinlogEventsDispatcher) -> tuple[float, ...]:
+    return (
+        d.events_read,
+        d.bytes_read,
+        d.reconnects,
+        d.merges,
+        d.detaches,
+        d.queue_waits,
+        d.queue_wait_seconds,
+    )
 
 
 class BinlogClientFactory:

@@ -90,6 +90,11 @@ class BinlogStatistics:
     """Their bytes."""
     tasks_waiting_receive: int
     """Tasks waiting for the next event (in ``receive``, ``read_event``, ``async for``)."""
+    queue_waits: int = 0
+    """Times its dispatcher found this queue full and waited for room (every consumer of the dispatcher waits
+    with it; a wait longer than ``max_waiting_ms`` ends in a detach)."""
+    queue_wait_seconds: float = 0.0
+    """How long those waits took in all."""
 
 
 class Binlog(ObjectReceiveStream[Event]):
@@ -156,6 +161,8 @@ class Binlog(ObjectReceiveStream[Event]):
         self._read_events = 0
         self._space_wanted = False  # the dispatcher waits for room: every event read sets _space
         self._waiting = 0  # tasks waiting in receive/read_event/__anext__ for the next event
+        self._queue_waits = 0  # times the dispatcher waited for room in this queue (counted by the dispatcher)
+        self._queue_wait_seconds = 0.0
         self._data = asyncio.Event()
         self._space = asyncio.Event()
         self._state: str | None = None  # None while attached; _ENDED/_DETACHED/_STOPPED/_FAILED/_CLOSED after
@@ -212,6 +219,8 @@ class Binlog(ObjectReceiveStream[Event]):
             events_received=self._read_events + nevents,
             bytes_received=self._read_bytes + nbytes,
             tasks_waiting_receive=self._waiting,
+            queue_waits=self._queue_waits,
+            queue_wait_seconds=self._queue_wait_seconds,
         )
 
     def __aiter__(self) -> Binlog:

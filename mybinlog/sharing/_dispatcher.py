@@ -98,6 +98,7 @@ class BinlogEventsDispatcher:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self.stopped = False
+        self._reconnects = 0  # of the source, kept when it is closed
         self._last_flush = time.monotonic()
         clock = client._clock
         self._read_events = _Rate(clock)
@@ -105,7 +106,11 @@ class BinlogEventsDispatcher:
         self._flush_events = _Rate(clock)
         self._flush_bytes = _Rate(clock)
         self.events_read = 0
+        self.bytes_read = 0
         self.merges = 0
+        self.queue_waits = 0  # times it waited for room in a full consumer queue
+        self.queue_wait_seconds = 0.0
+        self.detaches = 0  # consumers it detached (their queue stayed full too long)
 
     def __repr__(self) -> str:
         return f"<BinlogEventsDispatcher {self.name} of {self.client.name} at {self._tracker.position}>"
@@ -127,6 +132,19 @@ class BinlogEventsDispatcher:
     @property
     def running(self) -> bool:
         return self._task is not None and not self._stopping and not self.stopped
+
+    @property
+    def connected(self) -> bool:
+        """Whether its source connection is up now (False while a :class:`~mybinlog.BinlogStream` reconnects)."""
+        source = self._source
+        return source is not None and not self.stopped and bool(getattr(source, "connected", True))
+
+    @property
+    def reconnects(self) -> int:
+        """Reconnects of its source so far (a :class:`~mybinlog.BinlogStream`'s ``reconnects``; 0 for others)."""
+        if self._source is None:
+            return self._reconnects
+        return int(getattr(self._source, "reconnects", 0))
 
     # -- lifecycle --------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -181,6 +199,7 @@ class BinlogEventsDispatcher:
             return
         self._stopping = True
         self.stopped = True
+        self._reconnects = self.reconnects
         source, self._source = self._source, None
         if source is not None:
             try:
@@ -261,6 +280,7 @@ class BinlogEventsDispatcher:
             if event is None:
                 return
             self.events_read += 1
+            self.bytes_read += event.size
             self._read_events.add(1)
             self._read_bytes.add(event.size)
             made = self._make_item(event)
@@ -568,6 +588,9 @@ class BinlogEventsDispatcher:
         loop = asyncio.get_running_loop()
         c._space_wanted = True
         c._sync_fast()
+        began = loop.time()
+        self.queue_waits += 1
+        c._queue_waits += 1
         try:
             while c._dispatcher is self:
                 end = c._fit(batch, done)
@@ -585,6 +608,9 @@ class BinlogEventsDispatcher:
         finally:
             c._space_wanted = False
             c._sync_fast()
+            waited = loop.time() - began
+            self.queue_wait_seconds += waited
+            c._queue_wait_seconds += waited
         if c._dispatcher is self:
             self._detach(c)
         return done
@@ -600,6 +626,7 @@ class BinlogEventsDispatcher:
             c.max_waiting_ms,
         )
         self._remove(c)
+        self.detaches += 1
         c._finish(_DETACHED)
         self.client._consumer_detached(c)
 

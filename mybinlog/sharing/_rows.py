@@ -1,5 +1,6 @@
 """The status rows of the sharing layer: :class:`BinlogStatus`, one per live consumer with exactly the columns of
-ClickHouse's ``system.mysql_binlogs``, and the per-second rates of its dispatcher columns.
+ClickHouse's ``system.mysql_binlogs``, and the per-second rates of its dispatcher columns; and a client's totals
+since it was created (:class:`BinlogClientStatistics`, what the Prometheus counters count).
 
 Each dispatcher makes the rows of its consumers (:meth:`BinlogEventsDispatcher.status`); :mod:`mybinlog.status`
 serves them to other processes.
@@ -9,9 +10,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypedDict
 
-__all__ = ["BinlogStatus"]
+__all__ = ["BinlogClientStatistics", "BinlogStatus"]
 
 
 class BinlogStatus(TypedDict):
@@ -36,6 +38,36 @@ class BinlogStatus(TypedDict):
     dispatcher_bytes_read_per_sec: float
     dispatcher_events_flush_per_sec: float
     dispatcher_bytes_flush_per_sec: float
+
+
+@dataclass(frozen=True, slots=True)
+class BinlogClientStatistics:
+    """A :class:`BinlogClient`'s totals since it was created, over every dispatcher it ever ran (from
+    :meth:`BinlogClient.statistics`): the counters only grow. ``dispatchers``, ``connected`` and ``consumers`` are
+    the state now."""
+
+    name: str
+    """``user@host:port``."""
+    dispatchers: int
+    """Dispatchers running now (one upstream connection each)."""
+    connected: int
+    """Of those, the ones whose connection is up (the others are reconnecting)."""
+    consumers: int
+    """Live consumers."""
+    events_read: int
+    """Events read from the source."""
+    bytes_read: int
+    """Their bytes (``Event.size``, as on the wire)."""
+    reconnects: int
+    """Reconnects of the upstream connections after a loss."""
+    merges: int
+    """Catch-up dispatchers merged into another (one connection fewer each)."""
+    detaches: int
+    """Consumers detached because their queue stayed full longer than their ``max_waiting_ms``."""
+    queue_waits: int
+    """Times a dispatcher waited for room in a full consumer queue."""
+    queue_wait_seconds: float
+    """How long those waits took in all."""
 
 
 class _Rate:

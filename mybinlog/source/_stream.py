@@ -166,6 +166,12 @@ class BinlogStream:
         return self._position
 
     @property
+    def connected(self) -> bool:
+        """Whether the stream holds a connection now: False before it starts, while it reconnects after a loss
+        (``reconnects`` counts those that succeeded) and once it is closed or failed."""
+        return self._conn is not None and not self._closed and self._error is None
+
+    @property
     def server(self) -> ServerInfo:
         if self._conn is None:
             raise ConfigurationError("the stream is not started: use `async with BinlogStream(...)` first")

@@ -10,6 +10,7 @@ from typing import Any, Final
 
 from ..errors import ConfigurationError
 from ..sharing import BinlogStatus, get_binlog_client_factory
+from ._health import ReplicaSource, replica_snapshots
 
 __all__ = ["STATUS_COLUMNS", "STATUS_FORMAT", "StatusSource", "status_document"]
 
@@ -22,12 +23,17 @@ StatusSource = Callable[[], Sequence[Mapping[str, Any]]]
 
 
 def status_document(
-    source: StatusSource | None = None, extra: Callable[[], Mapping[str, Any]] | None = None
+    source: StatusSource | None = None,
+    extra: Callable[[], Mapping[str, Any]] | None = None,
+    *,
+    replicas: ReplicaSource | None = None,
 ) -> dict[str, Any]:
     """What a status endpoint serves: ``{"format", "pid", "time", "columns", "mysql_binlogs": [rows], ...}``.
 
-    ``source`` gives the rows (default: the default factory's :meth:`BinlogClientFactory.status`); ``extra``
-    adds keys of its own (a replicator's checkpoints, say), which must not replace the standard ones.
+    ``source`` gives the rows (default: the default factory's :meth:`BinlogClientFactory.status`); ``replicas``
+    adds ``"replicas"``: one dict per replica (their ``snapshot()``, see
+    :data:`~mybinlog.status._health.ReplicaSource`); ``extra`` adds keys of its own (a replicator's checkpoints,
+    say), which must not replace the standard ones.
     """
     rows = (source or get_binlog_client_factory().status)()
     doc: dict[str, Any] = {
@@ -37,6 +43,8 @@ def status_document(
         "columns": list(STATUS_COLUMNS),
         "mysql_binlogs": [dict(row) for row in rows],
     }
+    if replicas is not None:
+        doc["replicas"] = replica_snapshots(replicas)
     if extra is not None:
         for key, value in extra().items():
             if key in doc:

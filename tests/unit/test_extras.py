@@ -24,7 +24,17 @@ class _Absent(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, _Absent())
 """
 
-CORE_ONLY = ("pyspark", "pandas", "chdb", "aiochclient", "aiohttp", "pymysql", "matplotlib", "pymysqlreplication")
+CORE_ONLY = (
+    "pyspark",
+    "pandas",
+    "chdb",
+    "aiochclient",
+    "aiohttp",
+    "pymysql",
+    "matplotlib",
+    "pymysqlreplication",
+    "prometheus_client",
+)
 CLI = ("pyspark", "pandas", "matplotlib", "pymysqlreplication")  # [cli] with a ClickHouse server: no Spark, no pandas
 
 
@@ -110,3 +120,42 @@ def test_replicate_without_its_extra_names_the_extra() -> None:
     )
     assert done.returncode != 0
     assert "pip install 'mybinlog[cli]'" in done.stderr
+
+
+def test_metrics_without_their_extra_name_the_extra() -> None:
+    """The status server, its health checks, its page and the collector's samples need no prometheus_client; the
+    Prometheus formats do, and say which extra brings them ([metrics], part of [cli])."""
+    done = _run(
+        CORE_ONLY,
+        """
+        import asyncio
+        import mybinlog
+        from mybinlog import ConfigurationError, MetricsCollector, serve_status
+
+        collector = MetricsCollector(replicas=[{"replica": "r", "state": "streaming", "lag_seconds": 0.5}])
+        assert collector.samples()["mybinlog_replica_lag_seconds"] == [(("r",), 0.5)]
+        try:
+            list(collector.collect())
+        except ConfigurationError as exc:
+            assert "pip install 'mybinlog[metrics]'" in str(exc), exc
+        else:
+            raise AssertionError("collect() worked without prometheus_client")
+
+        async def main():
+            async with serve_status("http://127.0.0.1:0") as server:
+                host, port = server.address.removeprefix("http://").rsplit(":", 1)
+                answers = []
+                for path in ("/metrics", "/healthz", "/ui"):
+                    reader, writer = await asyncio.open_connection(host, int(port))
+                    writer.write(f"GET {path} HTTP/1.1\\r\\n\\r\\n".encode())
+                    answers.append(await reader.read())
+                    writer.close()
+            return answers
+
+        metrics, health, page = asyncio.run(main())
+        assert metrics.startswith(b"HTTP/1.1 501"), metrics[:200]
+        assert b"pip install 'mybinlog[metrics]'" in metrics
+        assert health.startswith(b"HTTP/1.1 200") and page.startswith(b"HTTP/1.1 200")
+        """,
+    )
+    assert done.returncode == 0, done.stderr

@@ -1,0 +1,83 @@
+"""What a replicator shows about itself beyond its counters: :func:`replica_snapshot` (``Replicator.snapshot()``: the
+status as a JSON-able dict with the values that change by the second: lag, checkpoint age, the connection) and
+:func:`count_batch` (the rows of a written batch by table and kind, for ``rows_by_table``). See
+docs/operations.md.
+
+The lag is an upper bound computed when asked: now minus the later of the source commit time of the last
+transaction written (once this process has saved a checkpoint) and the last moment the stream had nothing to write
+(``ReplicaStatus.idle_at``). It grows while the replica does not keep up, retries or is stuck, and stays near 0
+while it keeps up, however long the source has been idle; a burst after a quiet hour does not read as an hour.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._replicator import Replicator
+
+__all__ = ["count_batch", "count_rows", "replica_snapshot"]
+
+
+def count_batch(
+    counts: dict[str, dict[str, int]], batch: Mapping[str, Mapping[Any, Any]], tables: Mapping[str, Any]
+) -> None:
+    """Add a written batch (table -> key -> change) to ``counts``, for the tables the replica writes."""
+    for name, changes in batch.items():
+        if name in tables and changes:
+            count_rows(counts, name, changes.values())
+
+
+def count_rows(counts: dict[str, dict[str, int]], table: str, changes: Iterable[Any]) -> None:
+    """Add a written batch's net changes of ``table`` to ``counts`` by kind: ``delete`` (the key is gone after the
+    batch), ``insert`` (it was new in the batch), ``update`` (it existed before and still does)."""
+    inserts = updates = deletes = 0
+    for change in changes:
+        if change.after is None:
+            deletes += 1
+        elif change.first_before is None:
+            inserts += 1
+        else:
+            updates += 1
+    kinds = counts.setdefault(table, {"insert": 0, "update": 0, "delete": 0})
+    kinds["insert"] += inserts
+    kinds["update"] += updates
+    kinds["delete"] += deletes
+
+
+def replica_snapshot(r: Replicator, now: float | None = None) -> dict[str, Any]:
+    """The replica's status as a dict (every :class:`ReplicaStatus` field, the source check flattened) plus
+    ``lag_seconds`` computed now (see the module docstring; the stored value once it stopped), ``connected``
+    (its binlog connection is up; None when it is not streaming), ``checkpoint_age_seconds`` and
+    ``checkpoint_timestamp``."""
+    s = r.status
+    now = time.time() if now is None else now
+    out = dataclasses.asdict(s)
+    check = out.pop("binlog_check", None) or {}
+    out.pop("idle_at", None)
+    out.pop("checkpoint_time", None)
+    out["leader"] = bool(s.leader) and s.state != "standby"
+    cp = r.checkpoint
+    ts = cp.position.timestamp if cp is not None and cp.loading is None else 0
+    if s.state in ("streaming", "retrying"):
+        written = ts if s.checkpoint_time is not None else 0  # a checkpoint of this process: its time is current
+        base = max(written, s.idle_at or 0.0)
+        out["lag_seconds"] = round(max(0.0, now - base), 3) if base else None
+    binlog = r.binlog
+    dispatcher = binlog.dispatcher if binlog is not None else None
+    if dispatcher is not None:
+        out["connected"] = dispatcher.connected
+    else:
+        out["connected"] = False if s.state == "streaming" else None
+    out["checkpoint_age_seconds"] = None if s.checkpoint_time is None else round(max(0.0, now - s.checkpoint_time), 3)
+    out["checkpoint_timestamp"] = ts or None
+    out["lag_bytes"] = check.get("lag_bytes")
+    out["binlog_purge_risk"] = check.get("risk")
+    out["binlog_purge_reason"] = check.get("reason")
+    out["binlog_retention_seconds"] = check.get("retention_seconds")
+    out["binlog_retention_left_seconds"] = check.get("retention_left_seconds")
+    out["binlog_files"] = check.get("files")
+    return out
