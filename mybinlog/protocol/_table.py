@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DecodeError
+from ._accel import speedups
 from ._constants import (
     CHARACTER_TYPES,
     MISSING,
@@ -29,6 +30,8 @@ from ._values import (
     _FRAC_TO_USEC,
     _FSP_BYTES,
     _decimal_layout,
+    datetime2_decoder,
+    decimal_decoder,
     decode_date,
     decode_datetime2,
     decode_datetime_old,
@@ -37,6 +40,8 @@ from ._values import (
     decode_time_old,
     decode_timestamp2,
     decode_timestamp_old,
+    time2_decoder,
+    timestamp2_decoder,
 )
 
 if TYPE_CHECKING:
@@ -811,7 +816,9 @@ def _image_code(g: _Gen, table: TableMap, present: int, prefix: str, partial: bo
     return lines, tup
 
 
-def _compile(table: TableMap, mode: int, present: int, present_after: int) -> Callable[[bytes, int, int], list[Any]]:
+def _compile_python(
+    table: TableMap, mode: int, present: int, present_after: int
+) -> Callable[[bytes, int, int], list[Any]]:
     g = _Gen()
     src = [
         "def _decode_rows(buf, pos, end):",
@@ -839,3 +846,162 @@ def _compile(table: TableMap, mode: int, present: int, present_after: int) -> Ca
     exec(compile(code, f"<mybinlog {kind} {table.schema}.{table.name} {present:x}/{present_after:x}>", "exec"), ns)
     fn: Callable[[bytes, int, int], list[Any]] = ns["_decode_rows"]
     return fn
+
+
+def _compile(table: TableMap, mode: int, present: int, present_after: int) -> Callable[[bytes, int, int], list[Any]]:
+    """The row decoder of one image layout: the compiled core's when it is installed and handles every column,
+    else the generated pure-Python one. The compiled decoder gives up on an event it cannot decode exactly
+    (returns None); the pure-Python decoder, compiled on first need, then decodes it or raises the error."""
+    program = _program(table, mode, present, present_after) if speedups is not None else None
+    if program is None:
+        return _compile_python(table, mode, present, present_after)
+    c_decode = program.decode
+    python: list[Callable[[bytes, int, int], list[Any]]] = []
+
+    def _decode_rows(buf: bytes, pos: int, end: int) -> list[Any]:
+        rows: list[Any] | None = c_decode(buf, pos, end)
+        if rows is not None:
+            return rows
+        if not python:
+            python.append(_compile_python(table, mode, present, present_after))
+        return python[0](buf, pos, end)
+
+    return _decode_rows
+
+
+# -- the compiled core's row programs (mybinlog/protocol/_speedups.c: the OP_* and TEXT_* numbers) ------------
+_OP_INT, _OP_UINT, _OP_FLOAT, _OP_DOUBLE, _OP_YEAR, _OP_DECIMAL, _OP_DATETIME2, _OP_TIMESTAMP2 = range(1, 9)
+_OP_DATE, _OP_STRING, _OP_BLOB, _OP_ENUM, _OP_CALL, _OP_NULL = range(9, 15)
+_TEXT_BYTES, _TEXT_CODEC, _TEXT_UTF8, _TEXT_UTF8_OR_BYTES, _TEXT_CALL = range(5)
+_INT_SIZES = {
+    ColumnType.TINY: 1,
+    ColumnType.SHORT: 2,
+    ColumnType.INT24: 3,
+    ColumnType.LONG: 4,
+    ColumnType.LONGLONG: 8,
+}
+_BLOBS = frozenset(
+    {
+        ColumnType.BLOB,
+        ColumnType.TINY_BLOB,
+        ColumnType.MEDIUM_BLOB,
+        ColumnType.LONG_BLOB,
+        ColumnType.GEOMETRY,
+        ColumnType.JSON,
+        ColumnType.VECTOR,
+    }
+)
+_Op = tuple[Any, ...]
+
+
+def _text_mode(codec: str | None) -> tuple[int, str | None]:
+    if codec is None:
+        return _TEXT_BYTES, None
+    if codec == "utf-8":
+        return _TEXT_UTF8, None
+    return _TEXT_CODEC, codec
+
+
+def _call(fn: Callable[[bytes, int], tuple[Any, int]], slot: int) -> _Op:
+    return (_OP_CALL, slot, 0, 0, 0, None, fn)
+
+
+def _column_op(col: ColumnInfo) -> _Op | None:
+    """The compiled core's instruction for one column (see _speedups.c), or None to keep the table in Python."""
+    t = col.real_type
+    slot = col.index
+    unsigned = bool(col.unsigned)
+    size = _INT_SIZES.get(t)  # type: ignore[call-overload]
+    if size is not None:
+        return (_OP_UINT if unsigned else _OP_INT, slot, size, 0, 0)
+    if t == ColumnType.FLOAT:
+        return (_OP_FLOAT, slot, 0, 0, 0)
+    if t == ColumnType.DOUBLE:
+        return (_OP_DOUBLE, slot, 0, 0, 0)
+    if t == ColumnType.YEAR:
+        return (_OP_YEAR, slot, 0, 0, 0)
+    if t == ColumnType.NULL:
+        return (_OP_NULL, slot, 0, 0, 0)
+    if t == ColumnType.NEWDECIMAL:
+        precision, scale = col.meta >> 8, col.meta & 0xFF
+        try:
+            size, lead_bytes, lead_limit, groups_st, trail_bytes, trail_pow, _ = _decimal_layout(precision, scale)
+        except DecodeError:
+            return None
+        fields: list[tuple[int, int, int]] = []
+        if lead_bytes:
+            fields.append((lead_bytes, len(str(lead_limit)) - 1, lead_limit))
+        fields += [(4, 9, 1_000_000_000)] * (groups_st.size // 4 if groups_st is not None else 0)
+        if trail_bytes:
+            fields.append((trail_bytes, len(str(trail_pow)) - 1, trail_pow))
+        if not 1 <= len(fields) <= 16:
+            return None
+        return (_OP_DECIMAL, slot, 0, 0, 0, None, decimal_decoder(precision, scale), (size, scale, tuple(fields)))
+    if t in (ColumnType.DATETIME2, ColumnType.TIMESTAMP2, ColumnType.TIME2):
+        fsp = col.meta
+        if not 0 <= fsp <= 6:
+            return None
+        nfrac = _FSP_BYTES[fsp]
+        if t == ColumnType.TIME2:
+            return _call(time2_decoder(fsp), slot)
+        if t == ColumnType.DATETIME2:
+            return (_OP_DATETIME2, slot, nfrac, _FRAC_TO_USEC[nfrac], 0, None, datetime2_decoder(fsp))
+        return (_OP_TIMESTAMP2, slot, nfrac, _FRAC_TO_USEC[nfrac], 0, None, timestamp2_decoder(fsp))
+    if t in (ColumnType.DATE, ColumnType.NEWDATE):
+        return (_OP_DATE, slot, 0, 0, 0, None, decode_date)
+    if t == ColumnType.TIME:
+        return _call(decode_time_old, slot)
+    if t == ColumnType.DATETIME:
+        return _call(decode_datetime_old, slot)
+    if t == ColumnType.TIMESTAMP:
+        return _call(decode_timestamp_old, slot)
+    if t == ColumnType.BIT:
+        nbytes = ((col.meta & 0xFF) * 8 + (col.meta >> 8) + 7) // 8
+        return _call(lambda buf, pos: (int.from_bytes(buf[pos : pos + nbytes], "big"), pos + nbytes), slot)
+    if t == ColumnType.ENUM:
+        n = col.length
+        if n in (1, 2):
+            return (_OP_ENUM, slot, n, 0, 0, col.enum_values)
+        return _call(lambda buf, pos: (_enum_value(col.enum_values, int.from_bytes(buf[pos : pos + n], "little")),
+                                       pos + n), slot)  # fmt: skip
+    if t == ColumnType.SET:
+        n, values = col.length, col.set_values
+        return _call(lambda buf, pos: (_set_value(values, int.from_bytes(buf[pos : pos + n], "little")), pos + n),
+                     slot)  # fmt: skip
+    if t in (ColumnType.VARCHAR, ColumnType.VAR_STRING, ColumnType.STRING):
+        length_bytes = 1 if col.length < 256 else 2
+        if col.charset is None:
+            return (_OP_STRING, slot, length_bytes, _TEXT_UTF8_OR_BYTES, 0)
+        mode, codec = _text_mode(collation_codec(col.charset))
+        pad = col.length if mode == _TEXT_BYTES and t == ColumnType.STRING else 0
+        return (_OP_STRING, slot, length_bytes, mode, pad, codec)
+    if t in _BLOBS:
+        lb = col.meta
+        if lb not in (1, 2, 3, 4):
+            return None  # the pure-Python compiler raises the error
+        if t == ColumnType.JSON:
+            return (_OP_BLOB, slot, lb, _TEXT_CALL, 0, decode_jsonb)
+        if t == ColumnType.VECTOR:
+            return (_OP_BLOB, slot, lb, _TEXT_CALL, 0, _vector)
+        if t == ColumnType.GEOMETRY:
+            return (_OP_BLOB, slot, lb, _TEXT_BYTES, 0)
+        mode, codec = _text_mode(collation_codec(col.charset) if col.charset is not None else None)
+        return (_OP_BLOB, slot, lb, mode, 0, codec)
+    return None
+
+
+def _program(table: TableMap, mode: int, present: int, present_after: int) -> Any:
+    """A compiled-core RowProgram for this layout, or None (partial JSON updates, a column it does not handle)."""
+    if speedups is None or mode == 2:
+        return None
+    images: list[list[_Op]] = []
+    for bits in (present, present_after) if mode == 1 else (present,):
+        ops: list[_Op] = []
+        for col in table.columns:
+            if bits >> col.index & 1:
+                op = _column_op(col)
+                if op is None:
+                    return None
+                ops.append(op)
+        images.append(ops)
+    return speedups.RowProgram(table.column_count, MISSING, *images)
