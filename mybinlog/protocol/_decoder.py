@@ -8,6 +8,7 @@ both feed it.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import struct
 import zlib
@@ -16,6 +17,7 @@ from itertools import repeat
 from typing import Any
 
 from ..errors import ChecksumError, DecodeError, TruncatedError, UnknownEventError
+from ._accel import speedups
 from ._constants import (
     BINLOG_CHECKSUM_ALG_CRC32,
     CHECKSUM_LEN,
@@ -56,6 +58,7 @@ from ._events import (
     XaPrepareEvent,
     XidEvent,
     fast_constructor,
+    fields_of_header,
 )
 from ._gtid import MariaDBGtid, MariaDBGtidSet, MySQLGtid, MySQLGtidSet
 from ._reader import read_packed_int
@@ -123,6 +126,33 @@ _PRE_GA_NEW: dict[int, Callable[..., RowsEvent]] = {
     21: fast_constructor(UpdateRowsEvent),
     22: fast_constructor(DeleteRowsEvent),
 }
+
+_C_ROWS_FIELDS = (
+    "table_id", "rows_flags", "table", "body", "rows_start", "rows_end", "present", "present_after", "extra_data",
+    "_rows",
+)  # fmt: skip
+
+
+def _c_decode_events() -> Callable[..., int] | None:
+    """The compiled core's fast loop (_speedups.c decode_events), once it knows the event classes' slots; None
+    when the extension is absent or the classes are not laid out the way it builds them."""
+    if speedups is None:
+        return None
+    header = (*fields_of_header(), "in_payload")
+    classes = [(TableMapEvent, ("table_id", "table")), (AnnotateRowsEvent, ("query",))]
+    classes += [(ROWS_EVENT_CLASSES[code], _C_ROWS_FIELDS) for code in (23, 24, 25, 30, 31, 32)]
+    spec = []
+    for cls, own in classes:
+        names = tuple(f.name for f in dataclasses.fields(cls))
+        if names != (*header, *own):
+            return None
+        spec.append((cls, names))
+    speedups.set_event_classes(tuple(spec))
+    fn: Callable[..., int] = speedups.decode_events
+    return fn
+
+
+_decode_events = _c_decode_events()
 
 # Types that carry nothing we model but are legitimate in old or special binlogs.
 _RAW_TYPES = frozenset(
@@ -261,8 +291,27 @@ class EventDecoder:
         """Decode complete events in order, appending them to ``out`` (``offsets``: each event's offset).
 
         Same results and errors as calling :meth:`decode` for each; on an error, ``out`` holds the events
-        before the bad one.
+        before the bad one. With the compiled core, its loop decodes the bulk and stops at any other event, which
+        the pure-Python loop below then decodes.
         """
+        fast = _decode_events
+        if fast is not None:
+            raws = raws if type(raws) is list else list(raws)
+            offs = None if offsets is None else offsets if type(offsets) is list else list(offsets)
+            i, n = 0, len(raws)
+            while i < n:
+                file, trailer, verify, network, tid6 = self._fast_state()
+                i = fast(raws, offs, i, out, file, trailer, verify, network, tid6, self._table_map_hits,
+                         self._table_maps)  # fmt: skip
+                if i < n:
+                    self._decode_batch_python(raws[i : i + 1], out, None if offs is None else offs[i : i + 1])
+                    i += 1
+            return
+        self._decode_batch_python(raws, out, offsets)
+
+    def _decode_batch_python(
+        self, raws: Iterable[bytes], out: list[Event], offsets: Iterable[int | None] | None = None
+    ) -> None:
         append = out.append
         hits_get = self._table_map_hits.get
         table_maps = self._table_maps

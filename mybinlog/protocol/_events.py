@@ -483,6 +483,11 @@ _E = TypeVar("_E", bound=Event)
 _HEADER_FIELDS = ("timestamp", "type_code", "server_id", "size", "log_pos", "flags", "offset", "file")
 
 
+def fields_of_header() -> tuple[str, ...]:
+    """The header fields every event starts with, in order (the compiled core builds events in this order)."""
+    return _HEADER_FIELDS
+
+
 def fast_constructor(cls: type[_E]) -> Callable[..., _E]:
     """A positional constructor for the decoder's hot path, equivalent to the keyword-only dataclass one.
 

@@ -18,7 +18,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <datetime.h>
+#include <stdint.h>
 #include <string.h>
+#include <structmember.h>
 
 static PyObject *Decimal = NULL;   /* decimal.Decimal */
 static PyObject *UTC = NULL;       /* datetime.timezone.utc */
@@ -308,26 +310,35 @@ decode_decimal(Op *op, const unsigned char *p)
     }
     for (int k = 0; k < op->dec_fields; k++) {
         int w = op->dec_digits[k];
-        if (w == 0)
-            continue;
-        nd += snprintf(digits + nd, sizeof(digits) - nd, "%0*u", w, vals[k]);
+        unsigned int v = vals[k];
+        for (int d = w - 1; d >= 0; d--) {
+            digits[nd + d] = (char)('0' + v % 10);
+            v /= 10;
+        }
+        nd += w;
     }
     int start = 0;
     while (start < nd - 1 && digits[start] == '0')
         start++;
-    int zero = (nd == 0) || (nd - start == 1 && digits[start] == '0');
-    char text[128];
-    int len;
     if (nd == 0) {
         digits[0] = '0';
         nd = 1;
-        start = 0;
     }
-    if (op->scale)
-        len = snprintf(text, sizeof(text), "%s%.*sE-%d", (negative && !zero) ? "-" : "", nd - start, digits + start,
-                       op->scale);
-    else
-        len = snprintf(text, sizeof(text), "%s%.*s", (negative && !zero) ? "-" : "", nd - start, digits + start);
+    int zero = nd - start == 1 && digits[start] == '0';
+    char text[128];
+    int len = 0;
+    if (negative && !zero)
+        text[len++] = '-';
+    memcpy(text + len, digits + start, nd - start);
+    len += nd - start;
+    if (op->scale) {
+        text[len++] = 'E';
+        text[len++] = '-';
+        int sc = op->scale;
+        if (sc >= 10)
+            text[len++] = (char)('0' + sc / 10);
+        text[len++] = (char)('0' + sc % 10);
+    }
     PyObject *s = PyUnicode_FromStringAndSize(text, len);
     if (s == NULL)
         return NULL;
@@ -539,13 +550,19 @@ decode_image(RowProgram *self, Image *img, PyObject *buf, const unsigned char *d
             goto fail_row;
         PyTuple_SET_ITEM(row, op->slot, v);
     }
-    /* absent columns (a MINIMAL or NOBLOB image) */
+    /* absent columns (a MINIMAL or NOBLOB image); a row of plain values is no container the GC must visit */
+    int plain = 1;
     for (Py_ssize_t k = 0; k < ncols; k++) {
-        if (PyTuple_GET_ITEM(row, k) == NULL) {
+        PyObject *item = PyTuple_GET_ITEM(row, k);
+        if (item == NULL) {
             Py_INCREF(self->missing);
             PyTuple_SET_ITEM(row, k, self->missing);
         }
+        else if (plain && PyObject_GC_IsTracked(item))
+            plain = 0;
     }
+    if (plain)
+        PyObject_GC_UnTrack(row);
     *ppos = pos;
     return row;
 fail:
@@ -630,15 +647,336 @@ static PyTypeObject RowProgramType = {
 };
 
 /* ---------------------------------------------------------------------------------------------------------- */
+/* The decoder's fast loop (EventDecoder.decode_batch): CRC32, headers, and the bulk of every binlog (a TABLE_MAP
+ * seen before, MariaDB's ANNOTATE_ROWS, plain rows events) built straight into the event objects' slots. Anything
+ * else stops the loop and the pure-Python decoder takes that event. */
+
+static uint32_t crc_table[8][256];
+
+static void
+crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
+}
+
+static uint32_t
+crc32_of(const unsigned char *p, Py_ssize_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    while (n >= 8) {
+        uint32_t lo = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+        c = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^ crc_table[5][(lo >> 16) & 0xFF] ^
+            crc_table[4][lo >> 24] ^ crc_table[3][p[4]] ^ crc_table[2][p[5]] ^ crc_table[1][p[6]] ^
+            crc_table[0][p[7]];
+        p += 8;
+        n -= 8;
+    }
+    while (n-- > 0)
+        c = crc_table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+static PyObject *
+py_crc32(PyObject *module, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    uint32_t c = crc32_of(view.buf, view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(c);
+}
+
+#define MAX_FIELDS 24
+
+typedef struct {
+    PyTypeObject *cls;
+    int nfields;
+    Py_ssize_t offsets[MAX_FIELDS];
+} Maker;
+
+enum { MK_TABLE_MAP, MK_ANNOTATE, MK_ROWS_23, MK_ROWS_24, MK_ROWS_25, MK_ROWS_30, MK_ROWS_31, MK_ROWS_32, MK_COUNT };
+static Maker makers[MK_COUNT];
+static int makers_ready = 0;
+
+/* an event with every slot set from `values` (references stolen; NULL values make the call fail) */
+static PyObject *
+make_event(Maker *mk, PyObject **values)
+{
+    PyObject *obj = mk->cls->tp_alloc(mk->cls, 0);
+    int ok = obj != NULL;
+    for (int k = 0; k < mk->nfields; k++) {
+        if (values[k] == NULL)
+            ok = 0;
+        if (ok)
+            *(PyObject **)((char *)obj + mk->offsets[k]) = values[k];
+        else
+            Py_XDECREF(values[k]);
+    }
+    if (!ok) {
+        Py_XDECREF(obj);
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        return NULL;
+    }
+    return obj;
+}
+
+/* set_event_classes(((cls, (slot names...)), ...) in MK_* order): the slot offsets of each event class */
+static PyObject *
+set_event_classes(PyObject *module, PyObject *arg)
+{
+    PyObject *fast = PySequence_Fast(arg, "a sequence of (class, names)");
+    if (fast == NULL)
+        return NULL;
+    if (PySequence_Fast_GET_SIZE(fast) != MK_COUNT) {
+        Py_DECREF(fast);
+        PyErr_Format(PyExc_ValueError, "expected %d event classes", MK_COUNT);
+        return NULL;
+    }
+    makers_ready = 0;
+    for (int i = 0; i < MK_COUNT; i++) {
+        PyObject *cls, *names;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "O!O!", &PyType_Type, &cls, &PyTuple_Type, &names))
+            goto error;
+        Py_ssize_t n = PyTuple_GET_SIZE(names);
+        if (n > MAX_FIELDS) {
+            PyErr_SetString(PyExc_ValueError, "too many fields");
+            goto error;
+        }
+        Py_INCREF(cls);
+        Py_XSETREF(makers[i].cls, (PyTypeObject *)cls);
+        makers[i].nfields = (int)n;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            PyObject *descr = PyObject_GetAttr(cls, PyTuple_GET_ITEM(names, k));
+            if (descr == NULL)
+                goto error;
+            if (!Py_IS_TYPE(descr, &PyMemberDescr_Type) ||
+                ((PyMemberDescrObject *)descr)->d_member->type != T_OBJECT_EX) {
+                Py_DECREF(descr);
+                PyErr_Format(PyExc_TypeError, "%R.%R is not a slot", cls, PyTuple_GET_ITEM(names, k));
+                goto error;
+            }
+            makers[i].offsets[k] = ((PyMemberDescrObject *)descr)->d_member->offset;
+            Py_DECREF(descr);
+        }
+    }
+    Py_DECREF(fast);
+    makers_ready = 1;
+    Py_RETURN_NONE;
+error:
+    Py_DECREF(fast);
+    return NULL;
+}
+
+static inline uint32_t
+u32le(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* decode_events(raws, offsets, start, out, file, trailer, verify, network, tid6, hits, table_maps) -> index of
+ * the first event it did not decode (len(raws) when all were): see EventDecoder.decode_batch */
+static PyObject *
+decode_events(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 11) {
+        PyErr_SetString(PyExc_TypeError, "decode_events takes 11 arguments");
+        return NULL;
+    }
+    PyObject *raws = args[0], *offsets = args[1], *out = args[3], *file = args[4];
+    PyObject *hits = args[9], *table_maps = args[10];
+    Py_ssize_t i = PyLong_AsSsize_t(args[2]);
+    long trailer = PyLong_AsLong(args[5]);
+    int verify = PyObject_IsTrue(args[6]), network = PyObject_IsTrue(args[7]), tid6 = PyObject_IsTrue(args[8]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (!PyList_Check(raws) || !PyList_Check(out) || !PyDict_Check(hits) || !PyDict_Check(table_maps) ||
+        (offsets != Py_None && !PyList_Check(offsets))) {
+        PyErr_SetString(PyExc_TypeError, "decode_events: bad argument types");
+        return NULL;
+    }
+    if (!makers_ready)
+        return PyLong_FromSsize_t(i);
+    static PyObject *s_column_count = NULL;
+    if (s_column_count == NULL && (s_column_count = PyUnicode_InternFromString("column_count")) == NULL)
+        return NULL;
+    for (; i < PyList_GET_SIZE(raws); i++) {
+        PyObject *raw = PyList_GET_ITEM(raws, i);
+        if (!PyBytes_CheckExact(raw))
+            break;
+        const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(raw);
+        Py_ssize_t n = PyBytes_GET_SIZE(raw);
+        if (n < 19)
+            break;
+        uint32_t timestamp = u32le(data), server_id = u32le(data + 5), size = u32le(data + 9),
+                 log_pos = u32le(data + 13);
+        int type_code = data[4], flags = data[17] | data[18] << 8;
+        Py_ssize_t end = (Py_ssize_t)size - trailer;
+        if ((Py_ssize_t)size != n || end < 19)
+            break;
+        if (type_code != 19 && type_code != 160 && !(tid6 && ((type_code >= 23 && type_code <= 25) ||
+                                                                (type_code >= 30 && type_code <= 32))))
+            break; /* not a fast type: the pure-Python loop decodes it (no CRC computed twice) */
+        if (verify && crc32_of(data, n) != 0x2144DF1Cu)
+            break;
+        PyObject *offset = offsets == Py_None ? Py_None : PyList_GET_ITEM(offsets, i);
+        Py_INCREF(offset);
+        if (offset == Py_None && network && log_pos >= size && !(flags & 0x20)) {
+            Py_DECREF(offset);
+            offset = PyLong_FromUnsignedLong(log_pos - size);
+            if (offset == NULL)
+                return NULL;
+        }
+        PyObject *values[MAX_FIELDS];
+        Maker *mk;
+        int nv = 9;
+        if (type_code == 19) {
+            PyObject *key = PyBytes_FromStringAndSize((const char *)data + 19, end - 19);
+            if (key == NULL) {
+                Py_DECREF(offset);
+                return NULL;
+            }
+            PyObject *hit = PyDict_GetItemWithError(hits, key);
+            Py_DECREF(key);
+            if (hit == NULL || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 2) {
+                Py_DECREF(offset);
+                if (PyErr_Occurred())
+                    return NULL;
+                break;
+            }
+            if (PyDict_SetItem(table_maps, PyTuple_GET_ITEM(hit, 0), PyTuple_GET_ITEM(hit, 1)) < 0) {
+                Py_DECREF(offset);
+                return NULL;
+            }
+            mk = &makers[MK_TABLE_MAP];
+            values[nv++] = Py_NewRef(PyTuple_GET_ITEM(hit, 0));
+            values[nv++] = Py_NewRef(PyTuple_GET_ITEM(hit, 1));
+        }
+        else if (type_code == 160) {
+            mk = &makers[MK_ANNOTATE];
+            values[nv++] = PyUnicode_DecodeUTF8((const char *)data + 19, end - 19, "replace");
+        }
+        else {
+            if (n < 29) {
+                Py_DECREF(offset);
+                break;
+            }
+            uint64_t table_id = u32le(data + 19) | (uint64_t)(data[23] | data[24] << 8) << 32;
+            int rows_flags = data[25] | data[26] << 8;
+            Py_ssize_t pos = 27;
+            if (type_code >= 30)
+                pos = (data[27] == 2 && !data[28]) ? 29 : 0;
+            PyObject *tid = PyLong_FromUnsignedLongLong(table_id);
+            if (tid == NULL) {
+                Py_DECREF(offset);
+                return NULL;
+            }
+            PyObject *table = PyDict_GetItemWithError(table_maps, tid);
+            if (table == NULL || !pos || pos + 2 >= end) {
+                Py_DECREF(tid);
+                Py_DECREF(offset);
+                if (PyErr_Occurred())
+                    return NULL;
+                break;
+            }
+            Py_ssize_t ncols = data[pos];
+            PyObject *cc = PyObject_GetAttr(table, s_column_count);
+            if (cc == NULL) {
+                Py_DECREF(tid);
+                Py_DECREF(offset);
+                return NULL;
+            }
+            Py_ssize_t count = PyLong_AsSsize_t(cc);
+            Py_DECREF(cc);
+            if (count == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                count = -2;
+            }
+            int update = type_code == 24 || type_code == 31;
+            Py_ssize_t nb = (ncols + 7) >> 3;
+            pos += 1;
+            if (ncols != count || ncols >= 0xFB || pos + nb * (update ? 2 : 1) > end) {
+                Py_DECREF(tid);
+                Py_DECREF(offset);
+                break;
+            }
+            PyObject *present = _PyLong_FromByteArray(data + pos, nb, 1, 0);
+            pos += nb;
+            PyObject *present_after;
+            if (update) {
+                present_after = _PyLong_FromByteArray(data + pos, nb, 1, 0);
+                pos += nb;
+            }
+            else
+                present_after = Py_XNewRef(present);
+            mk = &makers[MK_ROWS_23 + (type_code >= 30 ? 3 : 0) + (type_code - (type_code >= 30 ? 30 : 23))];
+            values[nv++] = tid;
+            values[nv++] = PyLong_FromLong(rows_flags);
+            values[nv++] = Py_NewRef(table);
+            values[nv++] = Py_NewRef(raw);
+            values[nv++] = PyLong_FromSsize_t(pos);
+            values[nv++] = PyLong_FromSsize_t(end);
+            values[nv++] = present;
+            values[nv++] = present_after;
+            values[nv++] = PyBytes_FromStringAndSize("", 0);
+            values[nv++] = Py_NewRef(Py_None);
+        }
+        values[0] = PyLong_FromUnsignedLong(timestamp);
+        values[1] = PyLong_FromLong(type_code);
+        values[2] = PyLong_FromUnsignedLong(server_id);
+        values[3] = PyLong_FromUnsignedLong(size);
+        values[4] = PyLong_FromUnsignedLong(log_pos);
+        values[5] = PyLong_FromLong(flags);
+        values[6] = offset;
+        values[7] = Py_NewRef(file);
+        values[8] = Py_NewRef(Py_False);
+        if (nv != mk->nfields) {
+            for (int k = 0; k < nv; k++)
+                Py_XDECREF(values[k]);
+            PyErr_SetString(PyExc_RuntimeError, "event class fields do not match the compiled core");
+            return NULL;
+        }
+        PyObject *event = make_event(mk, values);
+        if (event == NULL)
+            return NULL;
+        int rc = PyList_Append(out, event);
+        Py_DECREF(event);
+        if (rc < 0)
+            return NULL;
+    }
+    return PyLong_FromSsize_t(i);
+}
+
+static PyMethodDef module_methods[] = {
+    {"crc32", (PyCFunction)py_crc32, METH_O, "crc32(data) -> the CRC32 of data (zlib's)"},
+    {"set_event_classes", (PyCFunction)set_event_classes, METH_O,
+     "set_event_classes(((cls, slot names), ...)): the event classes decode_events builds"},
+    {"decode_events", (PyCFunction)(void (*)(void))decode_events, METH_FASTCALL,
+     "decode_events(raws, offsets, start, out, file, trailer, verify, network, tid6, hits, table_maps) -> index"},
+    {NULL, NULL, 0, NULL},
+};
+
+/* ---------------------------------------------------------------------------------------------------------- */
 
 static struct PyModuleDef speedups_module = {
     PyModuleDef_HEAD_INIT, .m_name = "mybinlog.protocol._speedups",
     .m_doc = "The optional compiled core of mybinlog's decoder (see mybinlog/protocol/_accel.py).", .m_size = -1,
+    .m_methods = module_methods,
 };
 
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
+    crc_init();
     PyDateTime_IMPORT;
     if (PyDateTimeAPI == NULL)
         return NULL;
