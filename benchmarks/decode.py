@@ -1,18 +1,27 @@
-"""Decode benchmark: mybinlog versus python-mysql-replication and mariadb-binlog, same binlog, same run.
+"""Decode benchmark: mybinlog, compiled core and pure Python, versus python-mysql-replication and mariadb-binlog,
+same binlog, same run.
 
-Three workloads, each written to a private MariaDB (ROW, FULL image, FULL metadata, CRC32) as single-row
-statements, 100 per transaction: inserts, then updates of a quarter of the rows, then deletes of another quarter.
+Four workloads, each written to a private MariaDB (ROW, FULL image, FULL metadata, CRC32):
 
 - ``standard`` (DESIGN §8): 8 mixed columns (INT UNSIGNED, BIGINT, VARCHAR, DECIMAL, DATETIME(3), DOUBLE,
-  TINYINT, VARCHAR(255)); 200k inserts + 50k updates + 50k deletes (--quick: a tenth);
+  TINYINT, VARCHAR(255)); single-row statements, 100 per transaction: 200k inserts + 50k updates + 50k deletes
+  (--quick: a tenth);
 - ``wide``: 65 columns (8 x INT, BIGINT, VARCHAR(32), DECIMAL(12,2), DATETIME(3), DOUBLE, TINYINT, SMALLINT);
-  40k + 10k + 10k (--quick: a tenth);
-- ``json``: a JSON document of about 1.5 KB per row beside 3 small columns; 40k + 10k + 10k (--quick: a fifth).
-  MariaDB stores JSON as LONGTEXT, so every reader gets the document text (no binary JSON to parse).
+  single-row statements, 40k + 10k + 10k (--quick: a tenth);
+- ``json``: a JSON document of about 1.5 KB per row beside 3 small columns; single-row statements, 40k + 10k +
+  10k (--quick: a fifth). MariaDB stores JSON as LONGTEXT, so every reader gets the document text;
+- ``mixed``: 12 columns of mixed types (BIGINT UNSIGNED, DATETIME(6), TIMESTAMP(3), DECIMAL(12,2), ENUM, DATE,
+  utf8mb4 TEXT with some NULLs, a small JSON, INT, VARCHAR(32), DOUBLE with some NULLs, TINYINT), written as
+  multi-row statements, one per transaction: 200k rows inserted 100 per INSERT, 50k updated 50 per UPDATE, 50k
+  deleted 100 per DELETE (--quick: a tenth). Rows events hold many rows here, unlike the other workloads.
 
-Readers of the same binlog range (every figure also as a ratio to python-mysql-replication in the same run):
+Readers of the same binlog range (every figure also as a ratio to python-mysql-replication and to
+``mariadb-binlog -v`` in the same run). Each mybinlog reader runs twice, with the compiled core and in pure
+Python (``MYBINLOG_NO_EXTENSIONS=1``): the in-process readers in two child processes of this script (one per
+implementation, the same code measuring the same way), the dumps as processes with and without the variable.
 
-- raw packet read: asyncmy socket, one ``read_event()`` per event, no decoding (the physical limit);
+- raw packet read: asyncmy socket, one ``read_event()`` per event, no decoding (the physical limit; measured in
+  the compiled child);
 - mybinlog stream, routing only: ``async for`` over BinlogStream, rows events routed by table, rows not decoded;
 - mybinlog stream, full decode: the same plus ``event.rows`` of every rows event;
 - mybinlog files, full decode: ``read_binlog_file`` on the binlog file;
@@ -26,7 +35,7 @@ Readers of the same binlog range (every figure also as a ratio to python-mysql-r
 Fast readers run five times and the fastest run is reported (as timeit does: the run least disturbed by
 the rest of the machine); the slow python-mysql-replication, whose 5-10 s are disturbed proportionally less, once.
 
-    python benchmarks/decode.py [--quick] [--json] [--workloads standard,wide,json] [--no-profile]
+    python benchmarks/decode.py [--quick] [--json] [--workloads standard,wide,json,mixed] [--no-profile]
 """
 
 from __future__ import annotations
@@ -54,12 +63,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import pymysql
 from _common import (
+    REPO,
     Log,
     Measurement,
-    best_run,
     emit,
     environment,
     goal,
+    measure,
     run_quiet,
     start_server,
 )
@@ -85,6 +95,9 @@ class Workload:
     inserts: int
     updates: int
     deletes: int
+    quick_scale: int = 10  # --quick divides the sizes by this
+    single_row: bool = True  # one row per rows event (single-row statements)
+    writer: Callable[[Any, Any, random.Random, Workload], None] | None = None  # (conn, cursor, rng, wl)
 
     @property
     def rows(self) -> int:
@@ -188,10 +201,111 @@ def _json(scale: int) -> Workload:
         inserts=40_000 // scale,
         updates=10_000 // scale,
         deletes=10_000 // scale,
+        quick_scale=5,
     )
 
 
-WORKLOADS = {"standard": _standard, "wide": _wide, "json": _json}
+_MIXED_STATUS = ("new", "paid", "shipped", "cancelled", "refunded")
+_MIXED_WORDS = ("order", "café", "naïve", "Straße", "日本語", "données", "🚀", "plain", "ascii", "Ελληνικά", "mañana",
+                "ok", "delivered", "über", "façade", "東京", "😀")  # fmt: skip
+_MIXED_INSERT_BATCH = 100  # rows per INSERT statement (and transaction)
+_MIXED_UPDATE_BATCH = 50  # rows per UPDATE statement
+_MIXED_DELETE_BATCH = 100  # rows per DELETE statement
+
+
+def _mixed_datetime(rng: random.Random, year: str, digits: int) -> str:
+    fraction = f".{rng.randint(0, 10**digits - 1):0{digits}d}" if digits else ""
+    return (f"{year}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d} {rng.randint(0, 23):02d}:"
+            f"{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}{fraction}")  # fmt: skip
+
+
+def _mixed_row(rng: random.Random, i: int) -> tuple[Any, ...]:
+    note = None if rng.random() < 0.1 else " ".join(rng.choice(_MIXED_WORDS) for _ in range(rng.randint(1, 16)))
+    meta = {"src": rng.choice(("web", "app", "api")), "v": rng.randint(1, 9),
+            "tags": [f"t{rng.randint(0, 20)}" for _ in range(rng.randint(0, 3))]}  # fmt: skip
+    if rng.random() < 0.3:
+        meta["ref"] = f"réf-{rng.randint(0, 9999)}"
+    return (
+        i,
+        _mixed_datetime(rng, "2024", 6),  # DATETIME(6)
+        _mixed_datetime(rng, f"20{rng.randint(10, 30)}", 3),  # TIMESTAMP(3)
+        f"{rng.uniform(-1e5, 1e8):.2f}",  # DECIMAL(12,2)
+        rng.choice(_MIXED_STATUS),  # ENUM
+        f"20{rng.randint(0, 39):02d}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",  # DATE
+        note,  # utf8mb4 TEXT, a tenth NULL
+        json.dumps(meta, ensure_ascii=False),  # small JSON
+        rng.randint(-(2**31), 2**31 - 1),  # INT
+        f"SKU-{rng.randint(0, 10**8)}",  # VARCHAR(32)
+        None if rng.random() < 0.05 else rng.random() * 1e4,  # DOUBLE, a twentieth NULL
+        rng.randint(-128, 127),  # TINYINT
+    )
+
+
+def _write_mixed(conn: Any, cur: Any, rng: random.Random, wl: Workload) -> None:
+    """Multi-row statements, one per transaction: INSERTs of 100 rows (pymysql's ``executemany`` sends one
+    multi-row INSERT), UPDATEs of 50 rows by id range from the bottom, DELETEs of 100 rows from the top."""
+    for start in range(0, wl.inserts, _MIXED_INSERT_BATCH):
+        stop = min(start + _MIXED_INSERT_BATCH, wl.inserts)
+        cur.executemany(wl.insert, [wl.row(rng, i) for i in range(start, stop)])
+        conn.commit()
+    for start in range(0, wl.updates, _MIXED_UPDATE_BATCH):
+        stop = min(start + _MIXED_UPDATE_BATCH, wl.updates)
+        cur.execute(wl.update, (*wl.update_args(rng, start), start, stop - 1))
+        conn.commit()
+    for start in range(wl.inserts - wl.deletes, wl.inserts, _MIXED_DELETE_BATCH):
+        stop = min(start + _MIXED_DELETE_BATCH, wl.inserts)
+        cur.execute("DELETE FROM bench.t WHERE id BETWEEN %s AND %s", (start, stop - 1))
+        conn.commit()
+
+
+def _mixed_update_args(rng: random.Random, i: int) -> tuple[Any, ...]:
+    return rng.choice(_MIXED_STATUS), _mixed_datetime(rng, "2025", 3), rng.random(), f" — mis à jour {i} ✓"
+
+
+def _mixed(scale: int) -> Workload:
+    status = ", ".join(f"'{s}'" for s in _MIXED_STATUS)
+    return Workload(
+        name="mixed",
+        title="mixed: 12 columns of mixed types, multi-row statements",
+        ddl=f"""CREATE TABLE bench.t (
+            id BIGINT UNSIGNED NOT NULL PRIMARY KEY, created DATETIME(6) NOT NULL, ts TIMESTAMP(3) NULL,
+            amount DECIMAL(12, 2) NOT NULL, status ENUM({status}) NOT NULL, day DATE,
+            note TEXT CHARACTER SET utf8mb4, meta JSON, qty INT NOT NULL, code VARCHAR(32) NOT NULL, ratio DOUBLE,
+            flag TINYINT NOT NULL) DEFAULT CHARSET = utf8mb4""",
+        insert="INSERT INTO bench.t VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        row=_mixed_row,
+        update="""UPDATE bench.t SET status = %s, amount = amount + 1.25, ts = %s, ratio = %s,
+            note = CONCAT(COALESCE(note, ''), %s) WHERE id BETWEEN %s AND %s""",
+        update_args=_mixed_update_args,
+        inserts=200_000 // scale,
+        updates=50_000 // scale,
+        deletes=50_000 // scale,
+        single_row=False,
+        writer=_write_mixed,
+    )
+
+
+WORKLOADS = {"standard": _standard, "wide": _wide, "json": _json, "mixed": _mixed}
+
+
+def _write_single_rows(conn: Any, cur: Any, rng: random.Random, wl: Workload) -> None:
+    """Single-row statements, 100 per transaction: inserts, updates from the bottom, deletes from the top."""
+    n = 0
+    for i in range(wl.inserts):
+        cur.execute(wl.insert, wl.row(rng, i))
+        n += 1
+        if n % 100 == 0:
+            conn.commit()
+    for i in range(wl.updates):
+        cur.execute(wl.update, wl.update_args(rng, i))
+        n += 1
+        if n % 100 == 0:
+            conn.commit()
+    for i in range(wl.deletes):
+        cur.execute("DELETE FROM bench.t WHERE id = %s", (wl.inserts - 1 - i,))
+        n += 1
+        if n % 100 == 0:
+            conn.commit()
 
 
 def write_workload(server: MariaDBServer, wl: Workload) -> None:
@@ -201,22 +315,10 @@ def write_workload(server: MariaDBServer, wl: Workload) -> None:
         cur.execute("CREATE DATABASE bench")
         cur.execute(wl.ddl)
         conn.commit()
-        n = 0
-        for i in range(wl.inserts):
-            cur.execute(wl.insert, wl.row(rng, i))
-            n += 1
-            if n % 100 == 0:
-                conn.commit()
-        for i in range(wl.updates):
-            cur.execute(wl.update, wl.update_args(rng, i))
-            n += 1
-            if n % 100 == 0:
-                conn.commit()
-        for i in range(wl.deletes):
-            cur.execute("DELETE FROM bench.t WHERE id = %s", (wl.inserts - 1 - i,))
-            n += 1
-            if n % 100 == 0:
-                conn.commit()
+        if wl.writer is not None:
+            wl.writer(conn, cur, rng, wl)
+        else:
+            _write_single_rows(conn, cur, rng, wl)
         conn.commit()
     conn.close()
 
@@ -252,25 +354,35 @@ def files_read(paths: list[Path]) -> int:
     return rows
 
 
-def _installed_env(pycache: Path) -> dict[str, str]:
+def implementation_env(implementation: str, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a child process running ``implementation``: ``"compiled"`` (the compiled core, when it
+    is built) or ``"python"`` (``MYBINLOG_NO_EXTENSIONS=1``, read when mybinlog is imported)."""
+    env = dict(os.environ if base is None else base)
+    env.pop("MYBINLOG_NO_EXTENSIONS", None)
+    if implementation == "python":
+        env["MYBINLOG_NO_EXTENSIONS"] = "1"
+    return env
+
+
+def _installed_env(pycache: Path, implementation: str) -> dict[str, str]:
     """The environment of a ``mybinlog`` process started as from an installed package: bytecode is cached (in
     ``pycache``, outside the checkout) even where PYTHONDONTWRITEBYTECODE is set, as ``pip install`` compiles it.
     The first of the best-of-5 runs writes the cache."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(pycache)
-    return env
+    return implementation_env(implementation, env)
 
 
-def dump_jsonl(paths: list[Path], pycache: Path) -> int:
+def dump_jsonl(paths: list[Path], pycache: Path, implementation: str) -> int:
     cmd = [sys.executable, "-m", "mybinlog", "dump", "--format", "jsonl", "--file", *map(str, paths)]
-    run_quiet(cmd, env=_installed_env(pycache))
+    run_quiet(cmd, env=_installed_env(pycache, implementation), cwd=REPO)
     return 0
 
 
-def dump_jsonl_server(dsn: str, file: str, pycache: Path) -> int:
+def dump_jsonl_server(dsn: str, file: str, pycache: Path, implementation: str) -> int:
     cmd = [sys.executable, "-m", "mybinlog", "dump", "--format", "jsonl", "--dsn", dsn, "--binlog-file", file,
            "--stop-at-end"]  # fmt: skip
-    run_quiet(cmd, env=_installed_env(pycache))
+    run_quiet(cmd, env=_installed_env(pycache, implementation), cwd=REPO)
     return 0
 
 
@@ -423,8 +535,19 @@ async def _timed_route(dsn: str, file: str) -> float:
         return time.process_time() - t0
 
 
-def limits_table(dsn: str, file: str) -> dict[str, Any]:
-    """CPU per event of the raw read, of the least any Python decoder must do, and of mybinlog (best of 5)."""
+LIMIT_ROWS = [
+    "raw packet read, one read_event() per event (the reference)",
+    "raw packet read, read_events() batches",
+    "floor: header + CRC32 + table lookup per event, no objects (pure Python)",
+    "floor + one slotted object per event",
+    "mybinlog EventDecoder.decode_batch (every event an Event)",
+    "mybinlog stream, routing only (read + decode + positions + async for)",
+]
+
+
+def limits(dsn: str, file: str) -> tuple[int, list[float]]:
+    """CPU microseconds per event (best of 5) of each of LIMIT_ROWS, in this process: the raw read, the least
+    any Python decoder must do, and mybinlog. Returns the number of events too."""
     batches, checksum = asyncio.run(_capture(dsn, file))
     events = sum(len(b) for b in batches)
 
@@ -441,28 +564,37 @@ def limits_table(dsn: str, file: str) -> dict[str, Any]:
         for batch in batches:
             decoder.decode_batch(batch, [])
 
-    raw_one = best(lambda: asyncio.run(_timed_raw(dsn, file, batched=False)))
-    rows = [
-        ["raw packet read, one read_event() per event (the reference)", raw_one],
-        ["raw packet read, read_events() batches", best(lambda: asyncio.run(_timed_raw(dsn, file, batched=True)))],
-        ["floor: header + CRC32 + table lookup per event, no objects (pure Python)",
-         best(lambda: cpu_of(lambda: _floor(batches, objects=False)))],
-        ["floor + one slotted object per event", best(lambda: cpu_of(lambda: _floor(batches, objects=True)))],
-        ["mybinlog EventDecoder.decode_batch (every event an Event)", best(lambda: cpu_of(decode_all))],
-        ["mybinlog stream, routing only (read + decode + positions + async for)",
-         best(lambda: asyncio.run(_timed_route(dsn, file)))],
-    ]  # fmt: skip
-    for row in rows:
-        row.append(raw_one / row[1])
+    return events, [
+        best(lambda: asyncio.run(_timed_raw(dsn, file, batched=False))),
+        best(lambda: asyncio.run(_timed_raw(dsn, file, batched=True))),
+        best(lambda: cpu_of(lambda: _floor(batches, objects=False))),
+        best(lambda: cpu_of(lambda: _floor(batches, objects=True))),
+        best(lambda: cpu_of(decode_all)),
+        best(lambda: asyncio.run(_timed_route(dsn, file))),
+    ]
+
+
+def limits_table(events: int, by_impl: dict[str, list[float]]) -> dict[str, Any]:
+    """The Limits table: one pair of columns (CPU us/event, raw read / this) per implementation measured."""
+    columns = ["what"]
+    for impl in by_impl:
+        columns += [f"CPU us/event ({IMPL_LABEL[impl]})", f"raw read / this ({IMPL_LABEL[impl]})"]
+    rows: list[list[Any]] = []
+    for i, what in enumerate(LIMIT_ROWS):
+        row: list[Any] = [what]
+        for us in by_impl.values():
+            row += [us[i], us[0] / us[i]]
+        rows.append(row)
     return {
         "title": f"Limits: CPU microseconds per event ({events:,} events of the standard workload, best of 5)",
-        "columns": ["what", "CPU us/event", "raw read / this"],
+        "columns": columns,
         "rows": rows,
         "notes": (
             "The routing goal compares mybinlog with the raw read, which itself only cuts packets. Reading the "
             "packets in batches, then the least that any pure-Python decoder must do per event (unpack the "
             "header, verify the CRC32, look the table up), then one object per event, already add up to more than "
-            "the raw read; an `async for` step per event comes on top. See the analysis below."
+            "the raw read; an `async for` step per event comes on top. Each column is measured in its own child "
+            "process (the floor rows are the same Python code in both). See the analysis below."
         ),
     }
 
@@ -490,24 +622,98 @@ def profile_table(title: str, fn: Callable[[], Any], top: int = 12) -> dict[str,
     }
 
 
+def best_of(fn: Callable[[], Any], runs: int) -> Measurement:
+    """The least wall time and the least CPU time of ``runs`` runs (all must give the same result): each the run
+    least disturbed by the rest of the machine, as timeit does. Taken separately, so that the CPU ratios (the
+    steadier on a busy machine) do not depend on which run had the best wall time."""
+    results = [measure(fn) for _ in range(runs)]
+    answers = {repr(m.result) for m in results}
+    if len(answers) != 1:
+        raise RuntimeError(f"runs disagree: {sorted(answers)}")
+    return Measurement(min(m.wall for m in results), min(m.cpu for m in results), results[0].result)
+
+
+# -- readers, compiled core and pure Python ----------------------------------------------------------------------
+
+IMPLEMENTATIONS = ("compiled", "python")
+IMPL_LABEL = {"compiled": "compiled", "python": "pure Python"}
+
+RAW = ("raw", "raw packet read (asyncmy socket, no decoding: the physical limit)", "raw packet read")
+# mybinlog's readers, each measured with both implementations: key, label, chart label
+MYBINLOG_READERS = [
+    ("route", "mybinlog stream, routing only, rows not decoded", "mybinlog stream, routing"),
+    ("stream", "mybinlog stream, full decode", "mybinlog stream, full decode"),
+    ("files", "mybinlog files, full decode", "mybinlog files, full decode"),
+    ("dump", "`mybinlog dump --format jsonl` from the file, start-up included", "mybinlog dump jsonl (file)"),
+    ("dump-server", "`mybinlog dump --format jsonl` from the server, start-up included",
+     "mybinlog dump jsonl (server)"),
+    ("dump-empty", "`mybinlog dump --format jsonl` of an empty binlog file: the start-up alone",
+     "mybinlog dump jsonl start-up"),
+]  # fmt: skip
+IN_PROCESS = ("route", "stream", "files")  # run in a child process of this script, one per implementation
+PEERS = [
+    ("mariadb-binlog", "`mariadb-binlog -v` (C, file)", "mariadb-binlog -v"),
+    ("pymysqlrepl", "python-mysql-replication (file/position mode)", "python-mysql-replication"),
+    ("pymysqlrepl-jsonl", "python-mysql-replication + json, every event as a JSON line (what dump does)",
+     "python-mysql-replication + json"),
+]  # fmt: skip
+
+
+def reader_rows() -> list[tuple[str, str, str]]:
+    """(result key, table label, chart label) of every reader in table order; mybinlog's as ``key:impl``."""
+    rows = [RAW]
+    for key, label, short in MYBINLOG_READERS:
+        if key == "dump-empty":  # no rows: in the notes and the speed-up table only
+            continue
+        for impl in IMPLEMENTATIONS:
+            rows.append((f"{key}:{impl}", f"{label} ({IMPL_LABEL[impl]})", f"{short} ({IMPL_LABEL[impl]})"))
+    return rows + PEERS
+
+
+def worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """What a child process of this script measures (``--worker``): the in-process readers, best of
+    ``spec["runs"]``, and with ``spec["limits"]`` the Limits, with the implementation this process imported
+    (chosen by its parent with MYBINLOG_NO_EXTENSIONS, see implementation_env)."""
+    from mybinlog.protocol._accel import implementation
+
+    impl = implementation()
+    log = Log(f"decode {IMPL_LABEL[impl]}")
+    dsn, file, paths = spec["dsn"], spec["file"], [Path(p) for p in spec["paths"]]
+    runs: dict[str, Callable[[], Any]] = {
+        "raw": lambda: asyncio.run(raw_read(dsn, file)),
+        "route": lambda: asyncio.run(stream_read(dsn, file, decode=False)),
+        "stream": lambda: asyncio.run(stream_read(dsn, file, decode=True)),
+        "files": lambda: files_read(paths),
+    }
+    out: dict[str, Any] = {"implementation": impl, "results": {}}
+    for key in spec["readers"]:
+        m = best_of(runs[key], spec["runs"])
+        out["results"][key] = {"wall": m.wall, "cpu": m.cpu, "result": m.result}
+        log(f"{spec['workload']}: {key} {m.wall:.3f} s")
+    if spec.get("limits"):
+        out["events"], out["limits"] = limits(dsn, file)
+    return out
+
+
+def run_worker(spec: dict[str, Any], implementation: str, timeout: float) -> dict[str, Any]:
+    """Run :func:`worker` in a child process with ``implementation`` (its progress goes to our stderr)."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(spec)]
+    proc = subprocess.run(cmd, env=implementation_env(implementation), cwd=REPO, stdout=subprocess.PIPE,
+                          check=False, timeout=timeout)  # fmt: skip
+    if proc.returncode != 0:
+        raise RuntimeError(f"the {implementation} child process failed with exit status {proc.returncode}")
+    result: dict[str, Any] = json.loads(proc.stdout.decode().strip().splitlines()[-1])
+    return result
+
+
 # -- one workload ---------------------------------------------------------------------------------------------
 
-READERS = [
-    ("raw", "raw packet read (asyncmy socket, no decoding: the physical limit)"),
-    ("route", "mybinlog stream, routing only (rows not decoded)"),
-    ("stream", "mybinlog stream, full decode"),
-    ("files", "mybinlog files, full decode"),
-    ("dump", "`mybinlog dump --format jsonl` (file; process start included)"),
-    ("dump-server", "`mybinlog dump --format jsonl` (server; process start included)"),
-    ("mariadb-binlog", "`mariadb-binlog -v` (C, file)"),
-    ("pymysqlrepl", "python-mysql-replication (file/position mode)"),
-    ("pymysqlrepl-jsonl", "python-mysql-replication + json, every event as a JSON line (what dump does)"),
-]
 
-
-def run_workload(base: Path, wl: Workload, log: Log, profile: bool) -> dict[str, Any]:
+def run_workload(base: Path, wl: Workload, log: Log, profile: bool, quick: bool) -> dict[str, Any]:
     server = start_server(base, f"decode-{wl.name}")
     try:
+        empty = base / f"{wl.name}-empty.bin"  # the server's binlog before the workload: a few events
+        shutil.copy(server.binlog_paths()[0], empty)
         t0 = time.perf_counter()
         write_workload(server, wl)
         written = time.perf_counter() - t0
@@ -519,125 +725,225 @@ def run_workload(base: Path, wl: Workload, log: Log, profile: bool) -> dict[str,
         size = copy.stat().st_size
         dsn = server.repl_dsn
         log(f"{wl.name}: {wl.rows} rows, {size / 1e6:.1f} MB binlog, written in {written:.1f} s")
-        runs: dict[str, Callable[[], Any]] = {
-            "raw": lambda: asyncio.run(raw_read(dsn, file)),
-            "route": lambda: asyncio.run(stream_read(dsn, file, decode=False)),
-            "stream": lambda: asyncio.run(stream_read(dsn, file, decode=True)),
-            "files": lambda: files_read(paths),
-            "dump": lambda: dump_jsonl(paths, base / "pycache"),
-            "dump-server": lambda: dump_jsonl_server(dsn, file, base / "pycache"),
-            "mariadb-binlog": lambda: mariadb_binlog(paths),
-            "pymysqlrepl": lambda: pymysqlreplication(server, file),
-            "pymysqlrepl-jsonl": lambda: pymysqlreplication_jsonl(server, file),
-        }
         results: dict[str, Measurement] = {}
-        for key, _label in READERS:
-            results[key] = best_run(runs[key], 1 if key.startswith("pymysqlrepl") else 5)
+        implementations: dict[str, str] = {}
+        limits_us: dict[str, list[float]] = {}
+        events = 0
+        spec = {"workload": wl.name, "dsn": dsn, "file": file, "paths": [str(p) for p in paths], "runs": 5,
+                "limits": wl.name == "standard"}  # fmt: skip
+        for impl in IMPLEMENTATIONS:
+            readers = (["raw"] if impl == "compiled" else []) + list(IN_PROCESS)
+            out = run_worker({**spec, "readers": readers}, impl, 600.0 if quick else 7200.0)
+            implementations[impl] = out["implementation"]
+            for key, r in out["results"].items():
+                results[key if key == "raw" else f"{key}:{impl}"] = Measurement(r["wall"], r["cpu"], r["result"])
+            if "limits" in out:
+                events, limits_us[impl] = out["events"], out["limits"]
+        pycache = base / "pycache"
+        runs: dict[str, Callable[[], Any]] = {}
+        for impl in IMPLEMENTATIONS:
+            runs[f"dump:{impl}"] = lambda impl=impl: dump_jsonl(paths, pycache, impl)  # type: ignore[misc]
+            runs[f"dump-server:{impl}"] = lambda impl=impl: dump_jsonl_server(dsn, file, pycache, impl)  # type: ignore[misc]
+            runs[f"dump-empty:{impl}"] = lambda impl=impl: dump_jsonl([empty], pycache, impl)  # type: ignore[misc]
+        runs["mariadb-binlog"] = lambda: mariadb_binlog(paths)
+        runs["pymysqlrepl"] = lambda: pymysqlreplication(server, file)
+        runs["pymysqlrepl-jsonl"] = lambda: pymysqlreplication_jsonl(server, file)
+        for key, fn in runs.items():
+            results[key] = best_of(fn, 1 if key.startswith("pymysqlrepl") else 5)
             log(f"{wl.name}: {key} {results[key].wall:.3f} s")
-        # single-row statements: one row per event
-        for key in ("route", "stream", "files", "pymysqlrepl", "pymysqlrepl-jsonl"):
+        for key in ("stream:compiled", "stream:python", "files:compiled", "files:python", "pymysqlrepl",
+                    "pymysqlrepl-jsonl") + (("route:compiled",) if wl.single_row else ()):  # fmt: skip
+            # route counts rows events: one row each with single-row statements
             if results[key].result != wl.rows:
                 raise RuntimeError(f"{wl.name}: {key} saw {results[key].result} rows, expected {wl.rows}")
+        if results["route:compiled"].result != results["route:python"].result:
+            raise RuntimeError(f"{wl.name}: routing saw {results['route:compiled'].result} rows events compiled, "
+                               f"{results['route:python'].result} in pure Python")  # fmt: skip
         profiles = []
-        limits = limits_table(dsn, file) if wl.name == "standard" else None
-        if limits is not None:
-            profiles.append(limits)
+        if limits_us:
+            profiles.append(limits_table(events, limits_us))
         if profile:
+            from mybinlog.protocol._accel import implementation
+
+            here = IMPL_LABEL[implementation()]
             profiles.append(
                 profile_table(
-                    f"{wl.name}: where the time goes, stream routing only",
+                    f"{wl.name}: where the time goes, stream routing only ({here})",
                     lambda: asyncio.run(stream_read(dsn, file, decode=False)),
                 )
             )
             profiles.append(
-                profile_table(f"{wl.name}: where the time goes, files full decode", lambda: files_read(paths))
+                profile_table(f"{wl.name}: where the time goes, files full decode ({here})", lambda: files_read(paths))
             )
         return {
             "workload": wl,
             "binlog_bytes": size,
             "written_seconds": written,
             "results": results,
+            "implementations": implementations,
             "profiles": profiles,
-            "limits": limits,
+            "limits": limits_us,
             "server": server.version,
         }
     finally:
         server.stop()
 
 
+# -- the document -----------------------------------------------------------------------------------------------
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / max(b, 1e-9)
+
+
+READER_COLUMNS = ["reader", "seconds", "CPU seconds", "rows/s", "x mariadb-binlog -v", "x mariadb-binlog -v (CPU)",
+                  "x python-mysql-replication", "x python-mysql-replication (CPU)"]  # fmt: skip
+
+
+def workload_table(wl: Workload, out: dict[str, Any]) -> dict[str, Any]:
+    results: dict[str, Measurement] = out["results"]
+    pmr, mb = results["pymysqlrepl"], results["mariadb-binlog"]
+    rows = []
+    for key, label, _short in reader_rows():
+        m = results[key]
+        rows.append([label, m.wall, m.cpu, wl.rows / m.wall, _ratio(mb.wall, m.wall), _ratio(mb.cpu, m.cpu),
+                     _ratio(pmr.wall, m.wall), _ratio(pmr.cpu, m.cpu)])  # fmt: skip
+    jsonl = results["pymysqlrepl-jsonl"].wall
+    return {
+        "title": f"Decode, {wl.title}: {wl.rows:,} rows ({wl.inserts:,} inserts, {wl.updates:,} updates, "
+        f"{wl.deletes:,} deletes), {out['binlog_bytes'] / 1e6:.1f} MB of binlog",
+        "columns": READER_COLUMNS,
+        "rows": rows,
+        "notes": "Seconds: wall time of the fastest of 5 runs (python-mysql-replication: 1 run). CPU seconds: the "
+        "least of the same runs, of the measuring process and its children, not the server. The stream and files "
+        "readers (and the raw read) run "
+        "in a child process of the benchmark, one with the compiled core and one with MYBINLOG_NO_EXTENSIONS=1 "
+        "(pure Python); the dumps are processes started with or without it. The ratios compare seconds (and CPU "
+        "seconds) with `mariadb-binlog -v`'s and python-mysql-replication's in the same run; on a busy machine the "
+        "CPU ratio is the steadier. Doing the same work (every event as a JSON line), `mybinlog dump` is "
+        f"{_ratio(jsonl, results['dump:compiled'].wall):.1f}x (file) and "
+        f"{_ratio(jsonl, results['dump-server:compiled'].wall):.1f}x (server) faster compiled, "
+        f"{_ratio(jsonl, results['dump:python'].wall):.1f}x and "
+        f"{_ratio(jsonl, results['dump-server:python'].wall):.1f}x "
+        "in pure Python, than python-mysql-replication with json, start-up included. The dump's start-up alone "
+        f"(an empty binlog file) takes {results['dump-empty:compiled'].wall:.2f} s "
+        f"({results['dump-empty:compiled'].cpu:.2f} s of CPU) compiled, {results['dump-empty:python'].wall:.2f} s "
+        f"({results['dump-empty:python'].cpu:.2f} s) in pure Python.",
+    }
+
+
+def speedup_table(outs: list[dict[str, Any]]) -> dict[str, Any]:
+    columns = ["reader"]
+    for out in outs:
+        columns += [f"{out['workload'].name} (CPU)", f"{out['workload'].name} (wall)"]
+    rows = []
+    for key, label, _short in MYBINLOG_READERS:
+        row: list[Any] = [label]
+        for out in outs:
+            r = out["results"]
+            c, p = r[f"{key}:compiled"], r[f"{key}:python"]
+            row += [_ratio(p.cpu, c.cpu), _ratio(p.wall, c.wall)]
+        rows.append(row)
+    return {
+        "title": "Compiled core: speed-up over pure Python (pure-Python seconds / compiled seconds, same run)",
+        "columns": columns,
+        "rows": rows,
+        "notes": "Per reader and workload, from the tables above: how many times faster the reader runs with the "
+        "compiled core than with MYBINLOG_NO_EXTENSIONS=1. The dumps include the process start-up, which the "
+        "compiled core does not speed up.",
+    }
+
+
+def goals_of(outs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    by_name = {out["workload"].name: out for out in outs}
+    goals: list[dict[str, Any]] = []
+
+    def compiled_ok(out: dict[str, Any]) -> tuple[bool, str]:
+        impl = out["implementations"]["compiled"]
+        if impl == "compiled":
+            return True, ""
+        return False, f"the compiled core is not available (the child ran {impl}); "
+
+    def add(text: str, value: float, target: float, detail: str, out: dict[str, Any]) -> None:
+        ok, why = compiled_ok(out)
+        g = goal(text, value, target, detail=why + detail)
+        g["met"] = g["met"] and ok
+        goals.append(g)
+
+    for name, out in by_name.items():
+        r = out["results"]
+        mb, sc, sp, fc = r["mariadb-binlog"], r["stream:compiled"], r["stream:python"], r["files:compiled"]
+        add(f"full decode, stream (compiled) >= 2x `mariadb-binlog -v`, {name} workload (CPU)", _ratio(mb.cpu, sc.cpu),
+            2.0, f"wall {_ratio(mb.wall, sc.wall):.2f}x; files (compiled): CPU {_ratio(mb.cpu, fc.cpu):.2f}x; "
+            f"stream in pure Python: CPU {_ratio(mb.cpu, sp.cpu):.2f}x", out)  # fmt: skip
+    if "standard" in by_name and by_name["standard"]["limits"]:
+        # CPU per event, best of 5 (the Limits table): the raw read of a quick run takes about 0.02 s, and wall
+        # times that short swing with whatever else the machine does
+        out = by_name["standard"]
+        r, lim = out["results"], out["limits"]
+        raw_us, route_us = lim["compiled"][0], lim["compiled"][-1]
+        detail = f"raw {raw_us:.2f} us/event, routing {route_us:.2f} us/event; wall (best of 5): " \
+                 f"{_ratio(r['raw'].wall, r['route:compiled'].wall):.2f}x"  # fmt: skip
+        if "python" in lim:
+            detail += f"; pure Python: {lim['python'][0] / lim['python'][-1]:.2f}x"
+        add("routing, rows not decoded (compiled) >= 1.0x the raw packet read, standard workload (CPU per event, "
+            "best of 5)", raw_us / route_us, 1.0, detail, out)  # fmt: skip
+    for name, out in by_name.items():
+        r = out["results"]
+        mb, dc, ds, dp = r["mariadb-binlog"], r["dump:compiled"], r["dump-server:compiled"], r["dump:python"]
+        add(f"`mybinlog dump --format jsonl` from the file (compiled, start-up included) >= 1.0x `mariadb-binlog -v`, "
+            f"{name} workload (CPU)", _ratio(mb.cpu, dc.cpu), 1.0,
+            f"wall {_ratio(mb.wall, dc.wall):.2f}x; from the server: CPU {_ratio(mb.cpu, ds.cpu):.2f}x; "
+            f"pure Python: CPU {_ratio(mb.cpu, dp.cpu):.2f}x; CPU seconds: mariadb-binlog {mb.cpu:.2f}, dump "
+            f"{dc.cpu:.2f} of which start-up {r['dump-empty:compiled'].cpu:.2f}", out)  # fmt: skip
+    if "standard" in by_name:
+        out = by_name["standard"]
+        r = out["results"]
+        pmr, sc, fc, sp = r["pymysqlrepl"], r["stream:compiled"], r["files:compiled"], r["stream:python"]
+        add("full decode, stream (compiled) >= 20x python-mysql-replication, standard workload (CPU)",
+            _ratio(pmr.cpu, sc.cpu), 20.0, f"wall {_ratio(pmr.wall, sc.wall):.1f}x; files (compiled): CPU "
+            f"{_ratio(pmr.cpu, fc.cpu):.1f}x; stream in pure Python: CPU {_ratio(pmr.cpu, sp.cpu):.1f}x",
+            out)  # fmt: skip
+    return goals
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a tenth or a fifth of every workload (about a minute)")
+    parser.add_argument("--quick", action="store_true", help="a tenth or a fifth of every workload (a few minutes)")
     parser.add_argument("--json", action="store_true", help="print one JSON document (benchmarks/run.py shape)")
-    parser.add_argument("--workloads", default="standard,wide,json", help="comma-separated: standard,wide,json")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS), help=f"comma-separated: {','.join(WORKLOADS)}")
     parser.add_argument("--no-profile", action="store_true", help="skip the cProfile tables")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)  # a child process: JSON spec of what to measure
     args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(worker(json.loads(args.worker))))
+        return 0
     log = Log("decode")
     began = time.monotonic()
-    tables: list[dict[str, Any]] = []
-    profiles: list[dict[str, Any]] = []
-    goals: list[dict[str, Any]] = []
+    outs: list[dict[str, Any]] = []
     chart: list[dict[str, Any]] = []
     server_version = ""
     with tempfile.TemporaryDirectory(prefix="mybinlog-bench-decode-") as tmp:
         for name in args.workloads.split(","):
-            wl = WORKLOADS[name]((5 if name == "json" else 10) if args.quick else 1)
-            out = run_workload(Path(tmp), wl, log, profile=not args.no_profile and name == "standard")
+            wl = WORKLOADS[name](1)
+            if args.quick:
+                wl = WORKLOADS[name](wl.quick_scale)
+            out = run_workload(Path(tmp), wl, log, not args.no_profile and name == "standard", args.quick)
             server_version = out["server"]
-            results: dict[str, Measurement] = out["results"]
-            base = results["pymysqlrepl"].wall
-            base_cpu = results["pymysqlrepl"].cpu
-            rows = []
-            for key, label in READERS:
-                m = results[key]
-                rows.append([label, m.wall, m.cpu, wl.rows / m.wall, base / m.wall, base_cpu / max(m.cpu, 1e-9)])
-                if name == "standard":
-                    short = label.split(" (")[0].replace("`", "")
-                    if key.startswith("dump"):
-                        short += " (server)" if key == "dump-server" else " (file)"
-                    chart.append({"label": short, "value": base / m.wall})
-            tables.append(
-                {
-                    "title": f"Decode, {wl.title}: {wl.rows:,} rows ({wl.inserts:,} inserts, {wl.updates:,} updates, "
-                    f"{wl.deletes:,} deletes), {out['binlog_bytes'] / 1e6:.1f} MB of binlog",
-                    "columns": ["reader", "seconds", "CPU seconds", "rows/s", "x python-mysql-replication",
-                                "x python-mysql-replication (CPU)"],
-                    "rows": rows,
-                    "notes": "Seconds: wall time of the fastest of 5 runs (python-mysql-replication: 1 run). "
-                    "CPU seconds: this process and its children (not the server). The ratios compare seconds (and "
-                    "CPU seconds) with python-mysql-replication's in the same run; on a busy machine the CPU ratio "
-                    "is the steadier. Doing the same work (every event as a JSON line), `mybinlog dump` is "
-                    f"{results['pymysqlrepl-jsonl'].wall / results['dump'].wall:.1f}x (file) and "
-                    f"{results['pymysqlrepl-jsonl'].wall / results['dump-server'].wall:.1f}x (server) faster than "
-                    "python-mysql-replication with json, start-up included.",
-                }
-            )
+            outs.append(out)
             if name == "standard":
-                full = base / results["stream"].wall
-                route = results["raw"].wall / results["route"].wall
-                goals.append(
-                    goal(
-                        "full decode (stream) >= 20x python-mysql-replication",
-                        full,
-                        20.0,
-                        detail=f"CPU: {base_cpu / results['stream'].cpu:.1f}x; files: "
-                        f"{base / results['files'].wall:.1f}x",
-                    )
-                )
-                # measured as CPU per event, best of 5 (the Limits table): the raw read of a quick run takes
-                # about 0.05 s, and wall times that short swing with whatever else the machine does
-                limit_rows = out["limits"]["rows"]  # first: the raw read, last: mybinlog routing
-                raw_us, route_us = limit_rows[0][1], limit_rows[-1][1]
-                goals.append(
-                    goal(
-                        "routing (rows not decoded) >= 0.5x the raw packet read (CPU per event, best of 5)",
-                        raw_us / route_us,
-                        0.5,
-                        detail=f"raw {raw_us:.2f} us/event, routing {route_us:.2f} us/event; wall (best of 5): "
-                        f"{route:.2f}x",
-                    )
-                )
-            profiles += out["profiles"]
+                base = out["results"]["pymysqlrepl"].wall
+                chart += [{"label": short, "value": base / out["results"][key].wall}
+                          for key, _label, short in reader_rows()]  # fmt: skip
+    implementations = {impl: {out["implementations"][impl] for out in outs} for impl in IMPLEMENTATIONS}
+    notes = [
+        "Every reader reads the same binlog range; ratios come from the same run, so a noisy machine still "
+        "gives comparable ratios. The routing reader does what a router or a table filter does: it looks at "
+        "every event and at the table of every rows event, without decoding rows.",
+        "Implementations measured (`mybinlog.protocol._accel.implementation()` in the child processes): "
+        + "; ".join(f"rows marked {IMPL_LABEL[impl]}: {', '.join(sorted(found))}"
+                    for impl, found in implementations.items()) + ".",
+    ]  # fmt: skip
     doc = {
         "benchmark": "decode",
         "version": 1,
@@ -645,18 +951,16 @@ def main() -> int:
         "quick": args.quick,
         "seconds": time.monotonic() - began,
         "environment": {**environment(), "server": f"MariaDB {server_version}"},
-        "tables": tables + profiles,
-        "goals": goals,
+        "tables": [workload_table(out["workload"], out) for out in outs]
+        + ([speedup_table(outs)] if outs else [])
+        + [t for out in outs for t in out["profiles"]],
+        "goals": goals_of(outs),
         "chart": {
             "title": "Decode, standard workload: speed as a multiple of python-mysql-replication",
             "xlabel": "x python-mysql-replication (higher is faster)",
             "bars": chart,
         },
-        "notes": [
-            "Every reader reads the same binlog range; ratios come from the same run, so a noisy machine still "
-            "gives comparable ratios. The routing reader does what a router or a table filter does: it looks at "
-            "every event and at the table of every rows event, without decoding rows.",
-        ],
+        "notes": notes,
     }
     emit(doc, args.json)
     return 0

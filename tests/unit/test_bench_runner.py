@@ -62,6 +62,16 @@ def test_render_has_machine_goals_tables_and_generic_shapes() -> None:
     assert "![benchmark charts](benchmarks.png)" in text
 
 
+def test_goals_of_a_benchmark_that_did_not_complete_are_listed_as_not_measured() -> None:
+    failed = {"name": "decode", "error": "exit status 1"}
+    text = run.render([failed], argparse.Namespace(quick=True), time.monotonic(), [0.1, 0.2, 0.3], None)
+    for goal, _target in run.GOALS["decode"]:
+        line = next(line for line in text.splitlines() if goal.replace("|", "\\|") in line)
+        assert "not measured" in line
+        assert "**no** (the benchmark did not complete: exit status 1)" in line
+    assert any("mariadb-binlog -v" in goal for goal, _target in run.GOALS["decode"])
+
+
 def test_run_one_reads_the_last_json_line_and_reports_failures(tmp_path: Path) -> None:
     good = tmp_path / "good.py"
     good.write_text(textwrap.dedent("""
