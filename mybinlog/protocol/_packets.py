@@ -28,6 +28,7 @@ import struct
 from dataclasses import dataclass
 
 from ..errors import PacketSequenceError, TruncatedError
+from ._accel import speedups
 
 __all__ = [
     "DEFAULT_BATCH_BYTES",
@@ -129,6 +130,9 @@ def encode_packets(payload: bytes, *, seq: int = 0) -> bytes:
         offset += size
         if size < MAX_PACKET_PAYLOAD:
             return b"".join(out)
+
+
+_frame_events = speedups.frame_events if speedups is not None else None
 
 
 class PacketFramer:
@@ -290,6 +294,11 @@ class PacketFramer:
         if self._parts or end - pos < 4:
             return self._next_batch_slow()
         buf = self._buf
+        if _frame_events is not None:  # the compiled core's loop; None: the loop below takes the next packet
+            cut = _frame_events(buf, pos, end, max_bytes, self._seq)
+            if cut is not None:
+                events, self._pos, self._seq, stop_payload = cut
+                return events, None if stop_payload is None else classify_stop(stop_payload)
         header = _HEADER.unpack_from(buf, pos)[0]
         if (header & 0xFFFFFF) >= MAX_PACKET_PAYLOAD or end - pos < (header & 0xFFFFFF) + 4:
             return self._next_batch_slow()

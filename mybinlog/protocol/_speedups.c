@@ -956,10 +956,200 @@ decode_events(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromSsize_t(i);
 }
 
+/* frame_events(buf, pos, end, max_bytes, seq) -> (events, new pos, new seq, stop payload or None), or None when
+ * the pure-Python framer must take the next packet (a sequence gap, a 16 MiB packet, a partial packet): the hot
+ * loop of PacketFramer.next_batch, cutting each event straight out of the receive buffer (one copy). */
+static PyObject *
+frame_events(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5 || !PyByteArray_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "frame_events(bytearray, pos, end, max_bytes, seq)");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
+    Py_ssize_t max_bytes = PyLong_AsSsize_t(args[3]);
+    long seq = PyLong_AsLong(args[4]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (pos < 0 || end > PyByteArray_GET_SIZE(args[0]) || pos > end)
+        Py_RETURN_NONE;
+    const unsigned char *b = (const unsigned char *)PyByteArray_AS_STRING(args[0]);
+    if (end - pos < 4)
+        Py_RETURN_NONE;
+    uint32_t header = u32le(b + pos);
+    Py_ssize_t size = header & 0xFFFFFF;
+    if (size >= 0xFFFFFF || end - pos < size + 4)
+        Py_RETURN_NONE;
+    Py_ssize_t limit = pos + (max_bytes > size + 4 ? max_bytes : size + 4);
+    if (limit > end)
+        limit = end;
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    PyObject *stop = Py_None;
+    Py_INCREF(stop);
+    Py_ssize_t p = pos;
+    while (p + 4 <= limit) {
+        header = u32le(b + p);
+        size = header & 0xFFFFFF;
+        if (size >= 0xFFFFFF || p + 4 + size > limit)
+            break;
+        if ((long)(header >> 24) != seq) {
+            if (PyList_GET_SIZE(out))
+                break;
+            Py_DECREF(out);
+            Py_DECREF(stop);
+            Py_RETURN_NONE;
+        }
+        const unsigned char *payload = b + p + 4;
+        seq = (seq + 1) & 0xFF;
+        p += 4 + size;
+        if (size && payload[0] == 0) {
+            PyObject *event = PyBytes_FromStringAndSize((const char *)payload + 1, size - 1);
+            if (event == NULL || PyList_Append(out, event) < 0) {
+                Py_XDECREF(event);
+                Py_DECREF(out);
+                Py_DECREF(stop);
+                return NULL;
+            }
+            Py_DECREF(event);
+        }
+        else {
+            Py_DECREF(stop);
+            stop = PyBytes_FromStringAndSize((const char *)payload, size);
+            if (stop == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            break;
+        }
+    }
+    if (p == pos) {
+        Py_DECREF(out);
+        Py_DECREF(stop);
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(NnlN)", out, p, seq, stop);
+}
+
+/* Ready(value): an awaitable that is already done, returned by BinlogStream.__anext__ for an event that is already
+ * decoded, so that `async for` costs no coroutine per event. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *value;
+} Ready;
+
+static void
+Ready_dealloc(Ready *self)
+{
+    Py_XDECREF(self->value);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+Ready_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *value;
+    if (!PyArg_ParseTuple(args, "O:Ready", &value))
+        return NULL;
+    Ready *self = (Ready *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    Py_INCREF(value);
+    self->value = value;
+    return (PyObject *)self;
+}
+
+static PyObject *
+Ready_await(PyObject *self)
+{
+    Py_INCREF(self);
+    return self;
+}
+
+static PyObject *
+Ready_next(Ready *self)
+{
+    PyObject *value = self->value;
+    if (value == NULL)
+        return NULL; /* awaited twice: plain StopIteration */
+    self->value = NULL;
+    PyObject *exc = PyObject_CallOneArg(PyExc_StopIteration, value);
+    Py_DECREF(value);
+    if (exc == NULL)
+        return NULL;
+    PyErr_SetObject(PyExc_StopIteration, exc);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+static PySendResult
+Ready_send(Ready *self, PyObject *arg, PyObject **result)
+{
+    PyObject *value = self->value;
+    self->value = NULL;
+    *result = value != NULL ? value : Py_NewRef(Py_None);
+    return PYGEN_RETURN;
+}
+
+static PyObject *
+Ready_send_method(Ready *self, PyObject *arg)
+{
+    return Ready_next(self);
+}
+
+static PyObject *
+Ready_throw(Ready *self, PyObject *args)
+{
+    PyObject *type, *value = NULL, *tb = NULL;
+    if (!PyArg_ParseTuple(args, "O|OO:throw", &type, &value, &tb))
+        return NULL;
+    Py_CLEAR(self->value);
+    if (PyExceptionInstance_Check(type))
+        PyErr_SetObject((PyObject *)Py_TYPE(type), type);
+    else
+        PyErr_SetObject(type, value);
+    return NULL;
+}
+
+static PyObject *
+Ready_close(Ready *self, PyObject *unused)
+{
+    Py_CLEAR(self->value);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Ready_methods[] = {
+    {"send", (PyCFunction)Ready_send_method, METH_O, NULL},
+    {"throw", (PyCFunction)Ready_throw, METH_VARARGS, NULL},
+    {"close", (PyCFunction)Ready_close, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyAsyncMethods Ready_async = {
+    .am_await = Ready_await,
+    .am_send = (sendfunc)Ready_send,
+};
+
+static PyTypeObject ReadyType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mybinlog.protocol._speedups.Ready",
+    .tp_basicsize = sizeof(Ready),
+    .tp_dealloc = (destructor)Ready_dealloc,
+    .tp_as_async = &Ready_async,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)Ready_next,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Ready(value): an awaitable whose result is value, without suspending",
+    .tp_methods = Ready_methods,
+    .tp_new = Ready_new,
+};
+
 static PyMethodDef module_methods[] = {
     {"crc32", (PyCFunction)py_crc32, METH_O, "crc32(data) -> the CRC32 of data (zlib's)"},
     {"set_event_classes", (PyCFunction)set_event_classes, METH_O,
      "set_event_classes(((cls, slot names), ...)): the event classes decode_events builds"},
+    {"frame_events", (PyCFunction)(void (*)(void))frame_events, METH_FASTCALL,
+     "frame_events(buf, pos, end, max_bytes, seq) -> (events, pos, seq, stop payload) or None"},
     {"decode_events", (PyCFunction)(void (*)(void))decode_events, METH_FASTCALL,
      "decode_events(raws, offsets, start, out, file, trailer, verify, network, tid6, hits, table_maps) -> index"},
     {NULL, NULL, 0, NULL},
@@ -989,7 +1179,7 @@ PyInit__speedups(void)
         return NULL;
     UTC = PyDateTimeAPI->TimeZone_UTC;
     Py_INCREF(UTC);
-    if (PyType_Ready(&RowProgramType) < 0)
+    if (PyType_Ready(&RowProgramType) < 0 || PyType_Ready(&ReadyType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&speedups_module);
     if (m == NULL)
@@ -997,6 +1187,12 @@ PyInit__speedups(void)
     Py_INCREF(&RowProgramType);
     if (PyModule_AddObject(m, "RowProgram", (PyObject *)&RowProgramType) < 0) {
         Py_DECREF(&RowProgramType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&ReadyType);
+    if (PyModule_AddObject(m, "Ready", (PyObject *)&ReadyType) < 0) {
+        Py_DECREF(&ReadyType);
         Py_DECREF(m);
         return NULL;
     }

@@ -8,14 +8,15 @@ import random
 import re
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import replace
 from itertools import compress, count
 from operator import attrgetter, not_
 from types import TracebackType
-from typing import Literal
+from typing import Any, Literal
 
 from ..errors import ConfigurationError, MybinlogError, SourceConnectionError, SourceHistoryError
+from ..protocol._accel import speedups
 from ..protocol._decoder import EventDecoder
 from ..protocol._events import (
     BinlogCheckpointEvent,
@@ -57,6 +58,9 @@ _CONTROL = (
     MariadbGtidListEvent,
     BinlogCheckpointEvent,
 )
+
+
+_Ready: Any = speedups.Ready if speedups is not None else None
 
 
 class BinlogStream:
@@ -345,7 +349,17 @@ class BinlogStream:
     def __aiter__(self) -> AsyncIterator[Event]:
         return self
 
-    async def __anext__(self) -> Event:
+    def __anext__(self) -> Awaitable[Event]:
+        pending = self._pending
+        if pending and _Ready is not None:  # compiled core: an awaitable already done, no coroutine per event
+            event = pending.popleft()
+            marks = self._marks
+            if marks and marks[0][0] is event:
+                self._position = marks.popleft()[1]
+            return _Ready(event)  # type: ignore[no-any-return]
+        return self._anext()
+
+    async def _anext(self) -> Event:
         pending = self._pending
         if pending:  # fast path: an event decoded from the last batch
             event = pending.popleft()
