@@ -5,7 +5,8 @@ The public API lives here; every other module is private. Layers:
 - :class:`BinlogStream` streams decoded events from a live server and resumes after disconnects;
 - :func:`read_binlog_file` / :func:`iter_binlog_events` decode binlog files on disk;
 - :class:`EventDecoder` is the sans-IO decoder under both (bytes in, events out);
-- GTID sets of both flavours: :class:`MySQLGtidSet`, :class:`MariaDBGtidSet`, :func:`parse_gtid_set`.
+- GTID sets of both flavours: :class:`MySQLGtidSet`, :class:`MariaDBGtidSet`, :func:`parse_gtid_set`;
+- :func:`implementation` says whether the compiled core (C extension) or pure Python decodes rows.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from .errors import (
     TypeMappingError,
     UnknownEventError,
 )
+from .protocol._accel import implementation
 from .protocol._constants import MISSING, ColumnType, EventType
 from .protocol._decoder import EventDecoder
 from .protocol._events import (
@@ -156,6 +158,7 @@ __all__ = [
     "read_binlog_file",
     "iter_binlog_events",
     "EventDecoder",
+    "implementation",
     # sharing
     "get_binlog_client",
     "get_binlog_client_factory",

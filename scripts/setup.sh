@@ -7,8 +7,9 @@
 # Installs the Debian packages mariadb-server, mariadb-client, clickhouse-server (tests only: a real 18.16
 # server for the HTTP path), prometheus (tests only: scrapes a running replicator; promtool checks the alert
 # rules), chromium (tests only: the status page in headless Chromium), libmariadb-java (Spark's JDBC driver) and
-# a Java runtime for Spark when they are missing (and python3-venv when `python -m venv` cannot work), without
-# starting any service: tests and the demo start private servers.
+# a Java runtime for Spark when they are missing (and python3-venv when `python -m venv` cannot work; gcc and
+# python3-dev, the C compiler and headers that build the optional compiled core mybinlog/protocol/_speedups.c),
+# without starting any service: tests and the demo start private servers.
 # Runs as root without a terminal (CI=true) or as a user with sudo.
 # MYBINLOG_PYTHON chooses the interpreter for the virtualenv (default: python3.11 if found, else python3).
 set -euo pipefail
@@ -105,6 +106,18 @@ if ! venv_ok && ! "$PY" -c 'import ensurepip, venv' >/dev/null 2>&1; then
     PKGS+=(python3-venv)
 fi
 
+# the compiled core (optional: pip installs pure Python without them, scripts/test.sh under CI=true requires it)
+BUILD_EXT=1
+case "${MYBINLOG_BUILD_EXTENSIONS:-1}" in 0|false|no) BUILD_EXT=0 ;; esac
+have_headers() {  # Python.h of the interpreter the virtualenv is made from
+    "$PY" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null
+}
+if [ "$BUILD_EXT" -eq 1 ]; then
+    if ! have gcc; then PKGS+=(gcc); fi
+    if ! have_headers; then PKGS+=(python3-dev); fi  # Debian 12: the headers of python3.11
+fi
+
 if [ "${#PKGS[@]}" -gt 0 ]; then
     apt_install "${PKGS[@]}"
 else
@@ -120,13 +133,19 @@ else
     "$PY" -m venv "$VENV"
 fi
 
-# reinstall only when pyproject.toml or the extra changed (or the install is broken)
+# reinstall only when pyproject.toml, setup.py, the C sources of the compiled core or the extra changed (or the
+# install is broken, or the compiled core is missing although it could be built)
 STAMP="$VENV/.mybinlog-setup"
-WANT="$EXTRA $(sha256sum pyproject.toml | cut -d' ' -f1)"
+BUILD_INPUTS=(pyproject.toml setup.py)
+while IFS= read -r src; do BUILD_INPUTS+=("$src"); done < <(find mybinlog -name '*.c' -o -name '*.h' | LC_ALL=C sort)
+WANT="$EXTRA $(cat "${BUILD_INPUTS[@]}" | sha256sum | cut -d' ' -f1)"
 check_import() {
     local mods="mybinlog, chdb, aiochclient, pyspark, prometheus_client"
     if [ "$EXTRA" = "test" ]; then mods="mybinlog, pytest, pytest_asyncio, pymysqlreplication, ruff, mypy, chdb, aiochclient, pyspark, prometheus_client"; fi
-    "$VENV/bin/python" -c "import $mods" >/dev/null 2>&1
+    "$VENV/bin/python" -c "import $mods" >/dev/null 2>&1 || return 1
+    if [ "$BUILD_EXT" -eq 1 ] && have gcc && have_headers; then
+        "$VENV/bin/python" -c "import mybinlog.protocol._speedups" >/dev/null 2>&1 || return 1
+    fi
 }
 HAVE="$(cat "$STAMP" 2>/dev/null || true)"
 if { [ "$HAVE" = "$WANT" ] || [ "$HAVE" = "test ${WANT#* }" ]; } && check_import; then

@@ -22,11 +22,26 @@ __all__ = ["main"]
 logger = logging.getLogger("mybinlog.cli")
 
 
+def _version() -> str:
+    """``mybinlog 0.1.0 (compiled core (...))`` or ``mybinlog 0.1.0 (pure Python (why))``."""
+    import mybinlog
+
+    from ..protocol._accel import describe
+
+    return f"mybinlog {mybinlog.__version__} ({describe()})"
+
+
 def _build_parser(plugins: bool = True) -> argparse.ArgumentParser:
     """The argument parser; ``plugins=False`` leaves out the subcommands living in their own modules (their
     imports cost start-up time that ``mybinlog dump`` does not need)."""
     parser = argparse.ArgumentParser(prog="mybinlog", description="MySQL/MariaDB change data capture tools.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=_version(),
+        help="print the version and which implementation decodes rows (compiled core or pure Python), and exit",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     dump = sub.add_parser(
@@ -161,7 +176,8 @@ def _run_async(coro_factory: Callable[[], Coroutine[Any, Any, object]]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = next((a for a in argv if not a.startswith("-")), None)
-    parser = _build_parser(plugins=command not in ("dump", "demo"))
+    # `dump`, `demo` and `--version` need no plugin subcommand (their imports cost start-up time)
+    parser = _build_parser(plugins=command not in ("dump", "demo") and not (command is None and "--version" in argv))
     args = parser.parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)

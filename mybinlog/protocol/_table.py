@@ -816,9 +816,25 @@ def _image_code(g: _Gen, table: TableMap, present: int, prefix: str, partial: bo
     return lines, tup
 
 
+def _has_columns(table: TableMap, present: int) -> bool:
+    return any(present >> c.index & 1 for c in table.columns)
+
+
+def _no_columns(buf: bytes, pos: int, end: int) -> list[Any]:
+    """The decoder of images without a column (a corrupt rows event): each row would take no bytes, so rows
+    bytes can only be an error (instead of an endless loop of empty rows)."""
+    if pos < end:
+        raise DecodeError(
+            f"the row images have no columns (empty column bitmap) but the event has {end - pos} bytes of rows"
+        )
+    return []
+
+
 def _compile_python(
     table: TableMap, mode: int, present: int, present_after: int
 ) -> Callable[[bytes, int, int], list[Any]]:
+    if not _has_columns(table, present) and (mode == 0 or not _has_columns(table, present_after)):
+        return _no_columns
     g = _Gen()
     src = [
         "def _decode_rows(buf, pos, end):",
@@ -994,6 +1010,8 @@ def _program(table: TableMap, mode: int, present: int, present_after: int) -> An
     """A compiled-core RowProgram for this layout, or None (partial JSON updates, a column it does not handle)."""
     if speedups is None or mode == 2:
         return None
+    if not _has_columns(table, present) and (mode == 0 or not _has_columns(table, present_after)):
+        return None  # no bytes per row: the pure-Python decoder raises (RowProgram.decode would never end)
     images: list[list[_Op]] = []
     for bits in (present, present_after) if mode == 1 else (present,):
         ops: list[_Op] = []
