@@ -1,0 +1,344 @@
+"""The compiled core's other kernels give what their pure-Python counterparts give.
+
+* ``crc32``: zlib's CRC32, on the carry-less-multiplication path and on the table path (``MYBINLOG_NO_CLMUL=1``).
+* ``utf8``: strict UTF-8 exactly like ``bytes.decode("utf-8")``: the same text (at the same width), the same error.
+* ``frame_events``: ``PacketFramer.next_batch`` returns the same batches, positions and sequence ids with the
+  compiled loop as without it, on random packet streams fed in random pieces (sequence gaps, 16 MiB packets, EOF
+  and ERR packets included).
+* ``decode_events``: every event of every corpus file is the same (repr, rows, errors) with the compiled loop as
+  with the pure-Python one.
+* ``Ready``: the finished awaitable ``BinlogStream.__anext__`` returns for decoded events.
+
+Skipped without the extension (failed under CI=true) and in the MYBINLOG_NO_EXTENSIONS=1 pass of scripts/test.sh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mybinlog.protocol import _accel, _decoder, _packets
+from mybinlog.protocol._decoder import EventDecoder
+from mybinlog.protocol._packets import MAX_PACKET_PAYLOAD, PacketFramer
+from tests.corpus import binlog_files
+
+NO_EXTENSIONS = os.environ.get("MYBINLOG_NO_EXTENSIONS", "").strip() not in ("", "0")
+speedups: Any = _accel.speedups
+
+if speedups is None:
+    if NO_EXTENSIONS:
+        pytest.skip("MYBINLOG_NO_EXTENSIONS is set: this pass tests pure Python", allow_module_level=True)
+    if os.environ.get("CI") == "true":
+        raise RuntimeError("the compiled core is not built (CI=true needs it): pip install -e . with gcc")
+    pytest.skip("the compiled core is not built", allow_module_level=True)
+
+
+# -- CRC32 ----------------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=5000))
+def test_crc32_is_zlibs(data: bytes) -> None:
+    assert speedups.crc32(data) == zlib.crc32(data)
+
+
+def test_crc32_at_every_length_and_on_the_table_path() -> None:
+    blob = os.urandom(70_000)
+    lengths = [*range(300), 1023, 1024, 1025, 65_536, 70_000]
+    for n in lengths:
+        assert speedups.crc32(blob[:n]) == zlib.crc32(blob[:n]), n
+    # the same check with the carry-less multiplication path switched off (read at import: a new process)
+    code = (
+        "import os, zlib, sys; from mybinlog.protocol._accel import speedups as s; b = bytes.fromhex(sys.argv[1]); "
+        "sys.exit(any(s.crc32(b[:n]) != zlib.crc32(b[:n]) for n in range(len(b) + 1)))"
+    )
+    env = {**os.environ, "MYBINLOG_NO_CLMUL": "1"}
+    proc = subprocess.run([sys.executable, "-c", code, blob[:600].hex()], env=env, cwd=Path(__file__).parents[2])
+    assert proc.returncode == 0
+
+
+def test_a_damaged_event_fails_its_checksum_on_both_paths() -> None:
+    event = bytearray(os.urandom(200))
+    event += zlib.crc32(event).to_bytes(4, "little")
+    assert speedups.crc32(bytes(event)) == 0x2144DF1C  # the residue the decoder checks
+    event[100] ^= 1
+    assert speedups.crc32(bytes(event)) != 0x2144DF1C
+
+
+# -- UTF-8 ----------------------------------------------------------------------------------------------------
+
+
+def _decode(fn: Any, data: bytes) -> tuple[str, Any]:
+    try:
+        return "ok", fn(data)
+    except UnicodeDecodeError as exc:
+        return "error", (exc.start, exc.end, exc.reason)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(st.binary(max_size=64), st.text(max_size=64).map(lambda t: t.encode("utf-8", "surrogatepass"))))
+def test_utf8_is_bytes_decode(data: bytes) -> None:
+    expected = _decode(lambda b: b.decode("utf-8"), data)
+    got = _decode(speedups.utf8, data)
+    assert got == expected
+    if got[0] == "ok":
+        assert type(got[1]) is str
+        assert got[1].__sizeof__() == expected[1].__sizeof__()  # the same width (latin-1, UCS-2, UCS-4)
+
+
+def test_utf8_edges() -> None:
+    cases = [b"", b"plain ascii text", "é".encode(), "€".encode(), "𝄞".encode(), b"\xc0\x80", b"\xe0\x80\x80",
+             b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"abc\xe2\x82", b"\x80",
+             b"caf\xc3"]  # fmt: skip
+    for data in cases:
+        assert _decode(speedups.utf8, data) == _decode(lambda b: b.decode("utf-8"), data), data
+
+
+# -- packet framing -------------------------------------------------------------------------------------------
+
+
+def _packet(payload: bytes, seq: int) -> bytes:
+    return len(payload).to_bytes(3, "little") + bytes([seq & 0xFF]) + payload
+
+
+@st.composite
+def _packet_stream(draw: st.DrawFn) -> tuple[bytes, list[int]]:
+    seq = draw(st.integers(0, 255))
+    first = seq
+    out = b""
+    for _ in range(draw(st.integers(1, 25))):
+        kind = draw(st.sampled_from(["event", "event", "event", "eof", "err", "gap", "empty"]))
+        if kind == "event":
+            payload = b"\x00" + draw(st.binary(max_size=40))
+        elif kind == "eof":
+            payload = b"\xfe\x00\x00\x02\x00"
+        elif kind == "err":
+            payload = b"\xff\x15\x04#28000denied"
+        elif kind == "empty":
+            payload = b""
+        else:
+            seq += draw(st.integers(1, 5))
+            payload = b"\x00" + draw(st.binary(max_size=10))
+        out += _packet(payload, seq)
+        seq += 1
+    cuts = sorted(draw(st.lists(st.integers(0, len(out)), max_size=6)))
+    return out, [first, *cuts]
+
+
+def _frame_all(data: bytes, first_seq: int, cuts: list[int], max_bytes: int) -> list[Any]:
+    framer = PacketFramer(next_seq=first_seq)
+    log: list[Any] = []
+    start = 0
+    for cut in [*cuts, len(data)]:
+        framer.feed(data[start:cut])
+        start = cut
+        while True:
+            try:
+                batch = framer.next_batch(max_bytes)
+            except Exception as exc:
+                log.append(("raise", type(exc).__name__, str(exc)))
+                return log
+            if batch is None:
+                break
+            events, stop = batch
+            log.append((events, repr(stop), framer.next_seq, framer.buffered))
+    return log
+
+
+@settings(max_examples=400, deadline=None)
+@given(_packet_stream(), st.sampled_from([1, 50, 200, 65536]))
+def test_framing_is_the_same_compiled_and_pure(stream: tuple[bytes, list[int]], max_bytes: int) -> None:
+    data, (first, *cuts) = stream
+    compiled = _frame_all(data, first, cuts, max_bytes)
+    saved = _packets._frame_events
+    _packets._frame_events = None
+    try:
+        pure = _frame_all(data, first, cuts, max_bytes)
+    finally:
+        _packets._frame_events = saved
+    # the compiled loop may end a batch before an EOF/ERR that the Python loop returns with the events before it;
+    # what must be equal is everything the caller sees in order: events, stop packets, errors, final state
+    def flat(log: list[Any]) -> list[Any]:
+        out: list[Any] = []
+        for entry in log:
+            if entry[0] == "raise":
+                out.append(entry)
+            else:
+                out += entry[0]
+                if entry[1] != "None":
+                    out.append(entry[1])
+        return out
+
+    assert flat(compiled) == flat(pure)
+    assert compiled[-1][2:] == pure[-1][2:] if compiled[-1][0] != "raise" else compiled[-1] == pure[-1]
+
+
+def test_framing_hands_16_mib_packets_to_python() -> None:
+    payload = b"\x00" + b"x" * (MAX_PACKET_PAYLOAD - 1)
+    data = _packet(payload, 1) + _packet(b"tail", 2) + _packet(b"\x00abc", 3)
+    framer = PacketFramer(next_seq=1)
+    framer.feed(data)
+    events, stop = framer.next_batch()  # type: ignore[misc]
+    assert events == [b"x" * (MAX_PACKET_PAYLOAD - 1) + b"tail"]
+    assert stop is None
+    assert framer.next_batch() == ([b"abc"], None)
+
+
+# -- the decoder's loop ---------------------------------------------------------------------------------------
+
+
+def _events_of(path: Path, fast: Any) -> list[str]:
+    saved = _decoder._decode_events
+    _decoder._decode_events = fast
+    try:
+        out: list[str] = []
+        try:
+            for event in _iter_file(path):
+                rows = ""
+                if hasattr(event, "rows"):
+                    try:
+                        rows = repr(event.rows)
+                    except Exception as exc:
+                        rows = f"raise {type(exc).__name__}: {exc}"
+                out.append(repr(event) + rows)
+        except Exception as exc:
+            out.append(f"raise {type(exc).__name__}: {exc}")
+        return out
+    finally:
+        _decoder._decode_events = saved
+
+
+def _iter_file(path: Path) -> Any:
+    from mybinlog.source._files import read_binlog_file
+
+    return read_binlog_file(path)
+
+
+def test_every_corpus_event_is_the_same_with_the_compiled_loop(corpus_dir: Path) -> None:
+    files = binlog_files()
+    assert files
+    assert _decoder._decode_events is not None
+    for path in files:
+        assert _events_of(path, _decoder._decode_events) == _events_of(path, None), path.name
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(min_size=0, max_size=60), max_size=8), st.booleans())
+def test_random_events_decode_the_same(raws: list[bytes], crc: bool) -> None:
+    def run(fast: Any) -> list[str]:
+        saved = _decoder._decode_events
+        _decoder._decode_events = fast
+        try:
+            out: list[Any] = []
+            try:
+                EventDecoder(checksum=crc).decode_batch(raws, out)
+                end = "end"
+            except Exception as exc:
+                end = f"raise {type(exc).__name__}: {exc}"
+            return [repr(e) for e in out] + [end]
+        finally:
+            _decoder._decode_events = saved
+
+    assert run(_decoder._decode_events) == run(None)
+
+
+# -- Ready ----------------------------------------------------------------------------------------------------
+
+
+def test_ready_is_an_awaitable_already_done() -> None:
+    marker = object()
+
+    async def main() -> None:
+        assert await speedups.Ready(marker) is marker
+        assert await speedups.Ready(None) is None
+        ready = speedups.Ready((1, 2))
+        assert await ready == (1, 2)
+
+    asyncio.run(main())
+    it = speedups.Ready(5).__await__()
+    with pytest.raises(StopIteration) as info:
+        next(it)
+    assert info.value.value == 5
+    with pytest.raises(KeyError):
+        speedups.Ready(1).__await__().throw(KeyError("x"))
+
+
+def _raw_events(path: Path) -> list[bytes]:
+    data = path.read_bytes()
+    pos, out = 4, []
+    while pos + 19 <= len(data):
+        size = int.from_bytes(data[pos + 9 : pos + 13], "little")
+        if size < 19:
+            break
+        out.append(data[pos : pos + size])
+        pos += size
+    return out
+
+
+def _rows_corpus() -> list[list[bytes]]:
+    picked = []
+    for path in binlog_files():
+        raws = _raw_events(path)
+        if any(r[4] in (23, 24, 25, 30, 31, 32) for r in raws if len(r) > 4) and len(raws) < 5000:
+            picked.append(raws)
+    return picked
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_damaged_corpus_events_decode_the_same(corpus_dir: Path, data: st.DataObject) -> None:
+    """Real event streams (table maps seen before, rows events of every layout) with bytes flipped, cut or
+    appended: the compiled loop and the pure-Python one give the same events, rows and errors."""
+    streams = _rows_corpus()
+    assert streams
+    raws = list(data.draw(st.sampled_from(streams)))
+    for _ in range(data.draw(st.integers(0, 4))):
+        i = data.draw(st.integers(0, len(raws) - 1))
+        event = bytearray(raws[i])
+        how = data.draw(st.sampled_from(["flip", "cut", "append", "type"]))
+        if how == "flip" and event:
+            event[data.draw(st.integers(0, len(event) - 1))] ^= 1 << data.draw(st.integers(0, 7))
+        elif how == "cut":
+            del event[data.draw(st.integers(0, len(event))) :]
+        elif how == "append":
+            event += data.draw(st.binary(min_size=1, max_size=8))
+        elif len(event) > 4:
+            event[4] = data.draw(st.sampled_from([19, 23, 24, 25, 30, 31, 32, 160, 16, 2]))
+        raws[i] = bytes(event)
+
+    def run(fast: Any) -> list[str]:
+        saved = _decoder._decode_events
+        _decoder._decode_events = fast
+        try:
+            out: list[Any] = []
+            decoder = EventDecoder()
+            end = "end"
+            for k in range(0, len(raws), 7):
+                try:
+                    decoder.decode_batch(raws[k : k + 7], out)
+                except Exception as exc:
+                    end = f"raise {type(exc).__name__}: {exc}"
+                    break
+            shown = []
+            for event in out:
+                rows = ""
+                if hasattr(event, "rows"):
+                    try:
+                        rows = repr(event.rows)
+                    except Exception as exc:
+                        rows = f"raise {type(exc).__name__}: {exc}"
+                shown.append(repr(event) + rows)
+            return [*shown, end]
+        finally:
+            _decoder._decode_events = saved
+
+    assert run(_decoder._decode_events) == run(None)
