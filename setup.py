@@ -18,5 +18,13 @@ if os.environ.get("MYBINLOG_BUILD_EXTENSIONS", "1").strip() not in ("0", "false"
             extra_compile_args=["-O2", "-std=c11"],
         )
     )
+    extensions.append(
+        Extension(
+            "mybinlog.protocol._jsonl_speedups",  # the JSON Lines renderer's hot path (mybinlog/protocol/_format.py)
+            ["mybinlog/protocol/_jsonl.c"],
+            optional=True,
+            extra_compile_args=["-O2", "-std=c11"],
+        )
+    )
 
 setup(ext_modules=extensions)

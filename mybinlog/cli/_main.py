@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import logging
 import os
@@ -13,7 +14,7 @@ from typing import Any, TextIO
 
 from ..errors import MybinlogError
 from ..protocol._events import Event
-from ..protocol._format import event_to_json, event_to_text
+from ..protocol._format import event_to_json, event_to_text, events_to_jsonl, events_to_jsonl_utf8
 from ..source._files import iter_binlog_events
 from ._common import add_source_arguments, source_dsn
 
@@ -99,23 +100,69 @@ def _render(fmt: str) -> Callable[[Event], str]:
     return event_to_json if fmt == "jsonl" else event_to_text
 
 
+def _utf8_buffer(out: TextIO) -> Any:
+    """The binary buffer under ``out`` when ``out`` writes UTF-8 (JSON Lines then go there as bytes, without a
+    str in between), or None."""
+    buffer = getattr(out, "buffer", None)
+    encoding = getattr(out, "encoding", None)
+    if buffer is None or events_to_jsonl_utf8 is None or not isinstance(encoding, str):
+        return None
+    try:
+        if codecs.lookup(encoding).name != "utf-8":
+            return None
+    except LookupError:
+        return None
+    return buffer
+
+
+def _write_events(events: list[Event], fmt: str, out: TextIO, binary: Any = None) -> None:
+    """Write the events, one line each: a JSON Lines chunk is rendered in one call (by the compiled renderer
+    when it is there; as UTF-8 bytes into ``binary``, the buffer under ``out``, when given). If rendering fails
+    (a row image that does not decode), the events before the failing one are written before the error
+    propagates, as when each event is rendered on its own."""
+    try:
+        if fmt == "jsonl":
+            if binary is not None and events_to_jsonl_utf8 is not None:
+                data = events_to_jsonl_utf8(events)
+                if data is not None:  # None: a lone surrogate, for the text layer to handle (or reject)
+                    out.flush()  # anything the text layer holds goes first
+                    binary.write(data)
+                    if getattr(out, "line_buffering", False):
+                        binary.flush()
+                    return
+            text = events_to_jsonl(events)
+        else:
+            text = "\n".join(map(event_to_text, events)) + "\n"
+    except Exception:  # noqa: BLE001 - rendered again one by one, which raises the error at the failing event
+        render = _render(fmt)
+        lines: list[str] = []
+        try:
+            for event in events:
+                lines.append(render(event))  # noqa: PERF401 - the lines before an error are kept
+        finally:
+            if lines:
+                out.write("\n".join(lines) + "\n")
+        return  # rendered one by one without an error
+    out.write(text)
+
+
 def _write_all(events: Iterable[Event], fmt: str, out: TextIO, limit: int | None) -> int:
-    render = _render(fmt)
     n = 0
-    buf: list[str] = []
+    buf: list[Event] = []
+    binary = _utf8_buffer(out) if fmt == "jsonl" else None
     try:
         for event in events:
-            buf.append(render(event))
+            buf.append(event)
             n += 1
             if len(buf) >= 512:
-                out.write("\n".join(buf) + "\n")
+                _write_events(buf, fmt, out, binary)
                 buf.clear()
             if limit is not None and n >= limit:
                 break
     finally:
         # the events before a decode error are printed before the error is reported
         if buf:
-            out.write("\n".join(buf) + "\n")
+            _write_events(buf, fmt, out, binary)
     return n
 
 

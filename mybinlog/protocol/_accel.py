@@ -8,10 +8,11 @@ says which one runs; ``mybinlog --version`` prints it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from types import ModuleType
 
-__all__ = ["implementation", "speedups"]
+__all__ = ["implementation", "jsonl_speedups", "speedups"]
 
 speedups: ModuleType | None = None
 """The compiled module, or None when the pure-Python code runs."""
@@ -25,6 +26,15 @@ else:
         from . import _speedups as speedups  # type: ignore[attr-defined, no-redef]
     except ImportError as exc:  # not built (no C compiler at install time) or built for another Python
         _why_not = f"the extension is not installed ({exc})"
+
+
+jsonl_speedups: ModuleType | None = None
+"""The compiled JSON Lines renderer (``mybinlog/protocol/_jsonl.c``), or None when the pure-Python one runs."""
+
+if os.environ.get("MYBINLOG_NO_EXTENSIONS", "").strip() in ("", "0"):
+    # built without it (or an older build): the pure-Python renderer runs
+    with contextlib.suppress(ImportError):
+        from . import _jsonl_speedups as jsonl_speedups  # type: ignore[attr-defined, no-redef]
 
 
 def implementation() -> str:

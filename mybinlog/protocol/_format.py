@@ -6,9 +6,10 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from . import _accel
 from ._constants import MISSING
 from ._events import (
     AnnotateRowsEvent,
@@ -36,7 +37,7 @@ from ._events import (
 )
 from ._jsonb import JsonDiff, JsonOpaque
 
-__all__ = ["event_to_json", "event_to_text", "format_time", "json_value"]
+__all__ = ["event_to_json", "event_to_text", "events_to_jsonl", "format_time", "json_value"]
 
 
 def format_time(td: datetime.timedelta) -> str:
@@ -243,6 +244,12 @@ def _head(event: Event) -> str:
     return head
 
 
+def _rows_prefix(table: Any) -> tuple[str, int]:
+    """For the compiled renderer: (',"schema":..,"table":..,"columns":[..],"rows":[', column count) of a table."""
+    _, names, columns, _types, _fmt = _table_json(table)
+    return f',{names},"columns":{columns},"rows":[', len(table.columns)
+
+
 def _json_rows(event: Any) -> str:
     _, names, columns, _types, fmt = _table_json(event.table)
     rows = ",".join(map(fmt, event.rows))
@@ -259,7 +266,8 @@ def _json_update_rows(event: Any) -> str:
 _TABLE_MAP_TAILS: dict[tuple[int, int], tuple[Any, str]] = {}
 
 
-def _json_table_map(event: Any) -> str:
+def _table_map_tail(event: Any) -> str:
+    """The part of a TABLE_MAP event's JSON after the head (built once per table)."""
     table = event.table
     key = (event.table_id, id(table))
     cached = _TABLE_MAP_TAILS.get(key)
@@ -271,7 +279,11 @@ def _json_table_map(event: Any) -> str:
             table,
             f',"table_id":{event.table_id},{names},"columns":{columns},"column_types":{types}}}',
         )
-    return _head(event) + cached[1]
+    return cached[1]
+
+
+def _json_table_map(event: Any) -> str:
+    return _head(event) + _table_map_tail(event)
 
 
 def _json_query_text(event: Any) -> str:
@@ -290,22 +302,34 @@ def _json_generic(event: Event) -> str:
 
 
 _JSON_BY_CLASS: dict[type, Callable[[Any], str]] = {}
+_JSON_FUNCTIONS: tuple[Callable[[Any], str], ...] = (
+    _json_rows,
+    _json_update_rows,
+    _json_table_map,
+    _json_query_text,
+    _json_xid,
+    _json_generic,
+)
+
+
+def _json_kind(cls: type) -> int:
+    """Which of the renderers in ``_JSON_FUNCTIONS`` writes events of this class (the compiled renderer uses the
+    same numbers: 0 rows, 1 update rows, 2 table map, 3 query text, 4 xid, 5 anything else)."""
+    if issubclass(cls, UpdateRowsEvent):
+        return 1
+    if issubclass(cls, RowsEvent):
+        return 0
+    if issubclass(cls, TableMapEvent):
+        return 2
+    if issubclass(cls, (AnnotateRowsEvent, RowsQueryEvent)):
+        return 3
+    if issubclass(cls, XidEvent):
+        return 4
+    return 5
 
 
 def _json_function(cls: type) -> Callable[[Any], str]:
-    if issubclass(cls, UpdateRowsEvent):
-        fn: Callable[[Any], str] = _json_update_rows
-    elif issubclass(cls, RowsEvent):
-        fn = _json_rows
-    elif issubclass(cls, TableMapEvent):
-        fn = _json_table_map
-    elif issubclass(cls, (AnnotateRowsEvent, RowsQueryEvent)):
-        fn = _json_query_text
-    elif issubclass(cls, XidEvent):
-        fn = _json_xid
-    else:
-        fn = _json_generic
-    _JSON_BY_CLASS[cls] = fn
+    fn = _JSON_BY_CLASS[cls] = _JSON_FUNCTIONS[_json_kind(cls)]
     return fn
 
 
@@ -378,10 +402,40 @@ def event_fields(event: Event) -> dict[str, Any]:
     return d
 
 
-def event_to_json(event: Event) -> str:
+def _py_event_to_json(event: Event) -> str:
     """One JSON Lines record (docs/dump-format.md), built as text (see the fast JSON Lines path above)."""
     fn = _JSON_BY_CLASS.get(type(event)) or _json_function(type(event))
     return fn(event)
+
+
+def _py_events_to_jsonl(events: Sequence[Event]) -> str:
+    """The JSON Lines records of ``events``, each followed by a newline."""
+    if not events:
+        return ""
+    return "\n".join(map(_py_event_to_json, events)) + "\n"
+
+
+# The compiled renderer (mybinlog/protocol/_jsonl.c) writes the same text byte for byte; it hands any event or
+# value it does not write itself to the functions above. Without it, or with MYBINLOG_NO_EXTENSIONS=1, the pure-
+# Python functions run.
+def _configure_compiled(module: Any) -> None:
+    """Give the compiled renderer the pure-Python helpers it uses for what it does not write itself."""
+    module.configure(
+        _json_kind, _head_prefix, _rows_prefix, _table_map_tail, _ENCODE, _py_event_to_json, MISSING, decimal.Decimal
+    )
+
+
+if _accel.jsonl_speedups is not None:
+    _configure_compiled(_accel.jsonl_speedups)
+    event_to_json: Callable[[Event], str] = _accel.jsonl_speedups.event_to_json
+    events_to_jsonl: Callable[[Sequence[Event]], str] = _accel.jsonl_speedups.events_to_jsonl
+    events_to_jsonl_utf8: Callable[[Sequence[Event]], bytes | None] | None = _accel.jsonl_speedups.events_to_jsonl_utf8
+    """The same text as UTF-8 bytes (``None`` when it has a lone surrogate, which UTF-8 cannot hold), for
+    writers that take bytes; ``None`` itself without the compiled renderer."""
+else:
+    event_to_json = _py_event_to_json
+    events_to_jsonl = _py_events_to_jsonl
+    events_to_jsonl_utf8 = None
 
 
 def _text_value(v: Any) -> str:
