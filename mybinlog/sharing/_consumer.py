@@ -14,7 +14,7 @@ import bisect
 import time
 import warnings
 from collections import deque
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Awaitable, Collection
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,7 @@ from anyio import EndOfStream, WouldBlock
 from anyio.abc import ObjectReceiveStream
 
 from ..errors import BinlogClosedError, BinlogDetachedError, BinlogStoppedError, ConfigurationError
+from ..protocol._accel import speedups
 from ..protocol._events import Event, RowsEvent
 from ..protocol._gtid import GtidSet
 from ..protocol._position import BinlogPosition
@@ -69,6 +70,9 @@ def _timeout_from_ms(timeout: float | None, timeout_ms: int) -> float:
             stacklevel=3,
         )
     return timeout_ms / 1000
+
+
+_Ready: Any = speedups.Ready if speedups is not None else None  # the compiled core's finished awaitable
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,8 +230,16 @@ class Binlog(ObjectReceiveStream[Event]):
     def __aiter__(self) -> Binlog:
         return self
 
-    async def __anext__(self) -> Event:
-        # the common case inline: an event of a shared batch that does not move the position (see _poll)
+    def __anext__(self) -> Awaitable[Event]:  # type: ignore[override]
+        # the common case inline: an event of a shared batch that does not move the position (see _poll); with the
+        # compiled core it is returned as an awaitable already done (no coroutine per event)
+        i = self._i
+        if i < self._fast_end and _Ready is not None:
+            self._i = i + 1
+            return _Ready(self._items[i].event)  # type: ignore[no-any-return]
+        return self._anext()
+
+    async def _anext(self) -> Event:
         i = self._i
         if i < self._fast_end:
             self._i = i + 1
