@@ -115,22 +115,27 @@ def _utf8_buffer(out: TextIO) -> Any:
     return buffer
 
 
+def _write_bytes(binary: Any, data: bytes) -> None:
+    """All of ``data``: an unbuffered binary layer (``python -u``) may take only part of it at once."""
+    written = binary.write(data)
+    if written is not None and written < len(data):
+        view = memoryview(data)
+        while written < len(data):
+            n = binary.write(view[written:])
+            written += n if n is not None else len(data) - written
+
+
 def _write_events(events: list[Event], fmt: str, out: TextIO, binary: Any = None) -> None:
     """Write the events, one line each: a JSON Lines chunk is rendered in one call (by the compiled renderer
     when it is there; as UTF-8 bytes into ``binary``, the buffer under ``out``, when given). If rendering fails
     (a row image that does not decode), the events before the failing one are written before the error
     propagates, as when each event is rendered on its own."""
+    data: bytes | None = None
     try:
         if fmt == "jsonl":
             if binary is not None and events_to_jsonl_utf8 is not None:
-                data = events_to_jsonl_utf8(events)
-                if data is not None:  # None: a lone surrogate, for the text layer to handle (or reject)
-                    out.flush()  # anything the text layer holds goes first
-                    binary.write(data)
-                    if getattr(out, "line_buffering", False):
-                        binary.flush()
-                    return
-            text = events_to_jsonl(events)
+                data = events_to_jsonl_utf8(events)  # None: a lone surrogate, for the text layer (or its error)
+            text = events_to_jsonl(events) if data is None else ""
         else:
             text = "\n".join(map(event_to_text, events)) + "\n"
     except Exception:  # noqa: BLE001 - rendered again one by one, which raises the error at the failing event
@@ -143,7 +148,13 @@ def _write_events(events: list[Event], fmt: str, out: TextIO, binary: Any = None
             if lines:
                 out.write("\n".join(lines) + "\n")
         return  # rendered one by one without an error
-    out.write(text)
+    if data is not None:
+        out.flush()  # anything the text layer holds goes first
+        _write_bytes(binary, data)
+        if getattr(out, "line_buffering", False):
+            binary.flush()
+    else:
+        out.write(text)
 
 
 def _write_all(events: Iterable[Event], fmt: str, out: TextIO, limit: int | None) -> int:

@@ -390,3 +390,15 @@ def test_dump_writes_text_with_a_lone_surrogate_through_the_text_layer(c: Any, m
     _main._write_all(iter([ev]), "jsonl", out, None)
     out.flush()
     assert out.buffer.getvalue() == _format._py_event_to_json(ev).encode("utf-8", "surrogateescape") + b"\n"  # type: ignore[attr-defined]
+
+
+def test_dump_writes_everything_through_a_binary_layer_taking_part_of_it() -> None:
+    class Trickle(io.BytesIO):
+        """Like an unbuffered binary stdout (``python -u``) that takes at most 7 bytes per write."""
+
+        def write(self, data: Any) -> int:
+            return super().write(bytes(data[:7]))
+
+    sink = Trickle()
+    _main._write_bytes(sink, b"0123456789" * 5)
+    assert sink.getvalue() == b"0123456789" * 5
