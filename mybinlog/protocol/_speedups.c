@@ -325,6 +325,23 @@ utf8_fast(const unsigned char *s, Py_ssize_t n)
     Py_ssize_t k = 0;
     i = 0;
     while (i < n) {
+        if (i + 8 <= n) { /* a run of 8 ASCII bytes: widened without decoding */
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ULL)) {
+                if (kind == PyUnicode_1BYTE_KIND)
+                    memcpy((Py_UCS1 *)data + k, s + i, 8);
+                else if (kind == PyUnicode_2BYTE_KIND)
+                    for (int b = 0; b < 8; b++)
+                        ((Py_UCS2 *)data)[k + b] = s[i + b];
+                else
+                    for (int b = 0; b < 8; b++)
+                        ((Py_UCS4 *)data)[k + b] = s[i + b];
+                i += 8;
+                k += 8;
+                continue;
+            }
+        }
         unsigned c = s[i];
         Py_UCS4 cp;
         if (c < 0x80) {
@@ -1052,7 +1069,9 @@ decode_events(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
         else if (type_code == 160) {
             mk = &makers[MK_ANNOTATE];
-            values[nv++] = PyUnicode_DecodeUTF8((const char *)data + 19, end - 19, "replace");
+            values[nv++] = utf8_fast(data + 19, end - 19);
+            if (values[nv - 1] == NULL && !PyErr_Occurred()) /* not valid UTF-8: CPython's decoder, replacing */
+                values[nv - 1] = PyUnicode_DecodeUTF8((const char *)data + 19, end - 19, "replace");
         }
         else {
             if (n < 29) {
