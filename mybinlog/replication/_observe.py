@@ -35,10 +35,10 @@ def count_rows(counts: dict[str, dict[str, int]], table: str, changes: Iterable[
     """Add a written batch's net changes of ``table`` to ``counts`` by kind: ``delete`` (the key is gone after the
     batch), ``insert`` (it was new in the batch), ``update`` (it existed before and still does)."""
     inserts = updates = deletes = 0
-    for change in changes:
-        if change.after is None:
+    for first_before, after, _last, _version in changes:  # _batch.Change tuples
+        if after is None:
             deletes += 1
-        elif change.first_before is None:
+        elif first_before is None:
             inserts += 1
         else:
             updates += 1

@@ -38,19 +38,13 @@ from ..errors import (
     SourceError,
     TargetUnavailableError,
 )
-from ..protocol._events import (
-    DeleteRowsEvent,
-    Event,
-    QueryEvent,
-    RowsEvent,
-    UpdateRowsEvent,
-    WriteRowsEvent,
-)
+from ..protocol._events import Event, QueryEvent, RowsEvent
 from ..protocol._position import BinlogPosition
 from ..sharing import Binlog, BinlogClient, get_binlog_client
 from ..source._dsn import DSN
 from . import _chschema
 from . import ddl as _ddl
+from ._batch import Change, Entry, add_transaction, rows_entry, table_payload
 from ._checkpoint import (
     DEFAULT_META_DATABASE,
     Checkpoint,
@@ -144,22 +138,6 @@ class ReplicationSettings:
         ):
             if getattr(self, name) < 0:
                 raise ConfigurationError(f"{name} must be >= 0")
-
-@dataclass
-class _Change:
-    """Net effect of a batch on one key.
-
-    ``first_before``: the row before the batch's first change when that change was an update/delete (what a
-    collapsing table holds; None when the first change was an insert); ``after``: the row after the last change
-    (None: deleted); ``last``: the last image seen (a deleted row's last state, used for replacing deletes);
-    ``version``: of the last change's transaction.
-    """
-
-    first_before: str | None
-    after: str | None
-    last: str
-    version: int
-
 
 @dataclass
 class ReplicaStatus:
@@ -256,8 +234,9 @@ class Replicator(SchemaChanges):
         self.client = client
         self._tables: dict[str, _Table] = {}
         self._checkpoint: Checkpoint | None = None
-        self._batch: dict[str, dict[Any, _Change]] = {}
-        self._txn: list[tuple[_Table, Any, str | None, str | None, bool]] = []
+        self._batch: dict[str, dict[Any, Change]] = {}  # table -> key -> net change (_batch.py)
+        self._txn: list[Entry] = []
+        self._write: asyncio.Task[None] | None = None  # the previous batch's inserts and checkpoint, still running
         self._batch_rows = 0
         self._batch_bytes = 0
         self._batch_started: float | None = None
@@ -301,6 +280,7 @@ class Replicator(SchemaChanges):
         return replica_snapshot(self)
 
     async def run(self, *, until_caught_up: bool = False) -> None:
+        cancelled = False
         try:
             async with SourceWatch(self, self.settings.source_check_seconds) as self._watch:
                 await self._run(until_caught_up)
@@ -308,10 +288,13 @@ class Replicator(SchemaChanges):
             self.status.state = "failed"
             if isinstance(exc, Exception):
                 self.status.error = str(exc)
+            else:
+                cancelled = True  # cancelled or interrupted: so is a write still in flight
             raise
         else:
             self.status.state = "stopped"
         finally:
+            await self._drop_write(cancel=cancelled)
             await self._close_binlog()
             lease, self._lease = self._lease, None
             if lease is not None:
@@ -429,6 +412,7 @@ class Replicator(SchemaChanges):
 
     async def _reset(self) -> None:
         """Forget everything after the checkpoint (before starting again from it)."""
+        await self._drop_write()
         await self._close_binlog()
         self._batch.clear()
         self._txn.clear()
@@ -499,7 +483,11 @@ class Replicator(SchemaChanges):
 
     async def _save(self, cp: Checkpoint) -> None:
         """Save a checkpoint after confirming the lease (every checkpoint save goes through here), in this
-        replicator's epoch."""
+        replicator's epoch, after the writes of the previous batch."""
+        await self._settle()
+        await self._save_now(cp)
+
+    async def _save_now(self, cp: Checkpoint) -> None:
         await self._confirm_lease()
         if cp.epoch < self._epoch:
             cp.seq = make_seq(self._epoch, 0)
@@ -852,7 +840,7 @@ class Replicator(SchemaChanges):
                 floor = max(floor, int(rows[0][0] or 0))
         for changes in self._batch.values():
             for change in changes.values():
-                floor = max(floor, change.version)
+                floor = max(floor, change[3])
         base = version_file(floor) + 1 - binlog_file_number(end.file)
         logger.warning(
             "%s: the source is now the server with server_id %d (was %d): row versions continue above the last "
@@ -885,6 +873,8 @@ class Replicator(SchemaChanges):
         flush_s = s.max_flush_data_time / 1000
         while not self._stop.is_set():
             self._check_lease()
+            if self._write is not None and self._write.done():
+                await self._settle()  # the previous batch is written (or its error raised here)
             timeout = flush_s
             if self._batch_started is not None:
                 timeout = max(0.0, self._batch_started + flush_s - time.monotonic())
@@ -914,17 +904,17 @@ class Replicator(SchemaChanges):
                     if goal is not None and _reached(pos, goal):
                         break
                     if self._ddl_dirty or self._must_flush():
-                        self._ddl_dirty = False
-                        await self._flush()
+                        dirty, self._ddl_dirty = self._ddl_dirty, False
+                        await self._flush(wait=dirty)
                     continue
-            elif self._batch_started is None:
+            elif self._batch_started is None and self._write is None:
                 self.status.idle_at = time.time()  # nothing to write: not behind (the lag, _observe.py)
             if (
                 self._batch_started is not None
                 and self._replay_until is None  # a replayed batch is flushed exactly where it ended before
                 and time.monotonic() - self._batch_started >= flush_s
             ):
-                await self._flush()
+                await self._flush(wait=False)
         if self._replay_until is None:
             await self._flush()
         else:
@@ -960,6 +950,7 @@ class Replicator(SchemaChanges):
         cp = self._checkpoint
         if cp is None or not self._wanted(name) or name in cp.stopped:
             return
+        await self._settle()  # the checkpoint of the batch being written must not carry the stop already
         await self._stop_table(
             name,
             "",
@@ -969,48 +960,18 @@ class Replicator(SchemaChanges):
         )
 
     def _rows(self, table: _Table, event: RowsEvent) -> None:
-        _idx, key_idx, encode = table.layout(event.columns)
-        txn = self._txn
-        keyless = not key_idx
-        if isinstance(event, UpdateRowsEvent):
-            for before, after in event.rows:
-                b = encode(before)
-                a = encode(after)
-                kb = b if keyless else tuple([before[k] for k in key_idx])
-                ka = a if keyless else tuple([after[k] for k in key_idx])
-                if kb == ka:
-                    txn.append((table, ka, b, a, True))
-                else:
-                    txn.append((table, kb, b, None, True))
-                    txn.append((table, ka, None, a, False))
-        elif isinstance(event, WriteRowsEvent):
-            for row in event.rows:
-                a = encode(row)
-                txn.append((table, a if keyless else tuple([row[k] for k in key_idx]), None, a, False))
-        elif isinstance(event, DeleteRowsEvent):
-            for row in event.rows:
-                b = encode(row)
-                txn.append((table, b if keyless else tuple([row[k] for k in key_idx]), b, None, True))
+        entry = rows_entry(table, event)  # every row of the event encoded in one pass
+        if entry is not None:
+            self._txn.append(entry)
 
     async def _commit_transaction(self, end: BinlogPosition) -> None:
         """The transaction whose changes are in ``self._txn`` ended at ``end``: move them into the batch."""
         self.status.transactions += 1
         version = await self._check_version(end) if end.file or self._txn else 0
         if self._txn:
-            batch = self._batch
-            for table, key, before, after, existed in self._txn:
-                changes = batch.setdefault(table.name, {})
-                change = changes.get(key)
-                image = after if after is not None else before
-                assert image is not None
-                if change is None:
-                    changes[key] = _Change(before if existed else None, after, image, version)
-                    self._batch_rows += 1
-                    self._batch_bytes += len(image)
-                else:
-                    change.after = after
-                    change.last = image
-                    change.version = version
+            rows, size = add_transaction(self._batch, self._txn, version)
+            self._batch_rows += rows
+            self._batch_bytes += size
             self._txn.clear()
             if self._batch_started is None:
                 self._batch_started = time.monotonic()
@@ -1022,42 +983,65 @@ class Replicator(SchemaChanges):
         if replay is not None and _reached(end, replay):
             await self._flush()
 
-    async def _flush(self) -> None:
+    async def _flush(self, *, wait: bool = True) -> None:
+        """Write the batch: one insert per table, then the checkpoint at its end (collapsing: announced first).
+
+        The rows are encoded here; the writes run in a task when ``wait`` is false (the stream's size and time
+        limits), while the stream reads and encodes the next batch. Everything else that writes waits for that task
+        first (:meth:`_settle`), so batches, checkpoints and DDL still reach ClickHouse one after the other."""
+        await self._settle()
         end = self._batch_end
         cp = self._checkpoint
         assert cp is not None
         if end is None or (end == cp.position and not self._batch):
             self._batch_started = None
             return
-        s = self.settings
-        engine = s.engine
+        batch, tables = self._batch, dict(self._tables)
+        payloads = []
+        for name, changes in batch.items():
+            table = tables.get(name)
+            if table is not None and changes:
+                data, lines = table_payload(changes.values(), self.settings.engine)
+                if lines:
+                    payloads.append((name, table.ch_table, table.insert_columns, data, lines))
+        self._batch = {}
+        self._batch_rows = self._batch_bytes = 0
+        self._batch_started = None
+        write = self._write_batch(cp, end, payloads, batch, tables, self._version_base)
+        if wait:
+            await write
+        else:
+            self._write = asyncio.create_task(write, name=f"mybinlog write {self.replica}")
+
+    async def _write_batch(
+        self,
+        cp: Checkpoint,
+        end: BinlogPosition,
+        payloads: list[tuple[str, str, list[str], bytes, int]],
+        batch: dict[str, dict[Any, Change]],
+        tables: dict[str, _Table],
+        version_base: int,
+    ) -> None:
+        collapsing = self.settings.engine == "collapsing"
         start = cp.position
-        collapsing = engine == "collapsing"
         await self._confirm_lease()
-        if collapsing and self._batch and cp.pending is None and self._replay_until is None:
+        if collapsing and batch and cp.pending is None and self._replay_until is None:
             cp.pending = end
-            cp.version_base = self._version_base
-            await self._save(cp)
+            cp.version_base = version_base
+            await self._save_now(cp)
             if _failpoints.ACTIVE:
                 _failpoints.reached("flush.after_pending")
         written = 0
-        for name, changes in self._batch.items():
-            table = self._tables.get(name)
-            if table is None or not changes:
-                continue
-            lines = _emit(changes.values(), engine)
-            if not lines:
-                continue
-            data = "".join(lines).encode("utf-8", "surrogateescape")
+        for name, ch_table, columns, data, lines in payloads:
             token = None
             if collapsing and self.target.capabilities.insert_deduplication_token:
                 token = f"{self.replica}:{start.file}:{start.offset}-{end.file}:{end.offset}:{name}"
             await self._confirm_lease()
             if _failpoints.ACTIVE:
                 _failpoints.reached("flush.before_insert")
-            await self.target.insert_tsv(table.ch_table, table.insert_columns, data, dedup_token=token)
-            self._wrote(f"an insert into {table.ch_table}")
-            written += len(lines)
+            await self.target.insert_tsv(ch_table, columns, data, dedup_token=token)
+            self._wrote(f"an insert into {ch_table}")
+            written += lines
             if _failpoints.ACTIVE:
                 _failpoints.reached("flush.after_table")
         if _failpoints.ACTIVE:
@@ -1065,15 +1049,12 @@ class Replicator(SchemaChanges):
         await self._confirm_lease()
         cp.position = end
         cp.pending = None
-        cp.version_base = self._version_base
-        await self._save(cp)
+        cp.version_base = version_base
+        await self._save_now(cp)
         self._saves += 1
         self.status.checkpoint_time = time.time()
-        count_batch(self.status.rows_by_table, self._batch, self._tables)
+        count_batch(self.status.rows_by_table, batch, tables)
         self._replay_until = None
-        self._batch.clear()
-        self._batch_rows = self._batch_bytes = 0
-        self._batch_started = None
         self.status.rows_written += written
         self.status.batches += 1
         if self.status.state == "retrying":
@@ -1083,6 +1064,26 @@ class Replicator(SchemaChanges):
         )
         if end.timestamp:
             self.status.lag_seconds = max(0.0, time.time() - end.timestamp)
+
+    async def _settle(self) -> None:
+        """Wait for the writes of the previous batch (:meth:`_flush` without ``wait``), raising their error."""
+        write, self._write = self._write, None
+        if write is not None:
+            await write
+
+    async def _drop_write(self, *, cancel: bool = False) -> None:
+        """Before starting again from the checkpoint, or when :meth:`run` ends with an error: let the previous batch's
+        writes finish (cancel them when the run itself is cancelled), whatever their outcome; the checkpoint says
+        what is written."""
+        write, self._write = self._write, None
+        if write is None:
+            return
+        if cancel:
+            write.cancel()
+        await asyncio.wait([write])
+        if not write.cancelled() and write.exception() is not None:
+            logger.debug("%s: the writes of the last batch failed: %s", self.replica, write.exception())
+
 
 class _LoadProgress:
     """Progress lines of the initial load (logger ``mybinlog.progress``, shown by the CLI without -v): rows copied
@@ -1143,26 +1144,6 @@ def _meta_suffix(engine: str, sign: int, version: int) -> str:
     if engine == "replacing_is_deleted":
         return f"\t{sign}\t{version}\t{1 if sign < 0 else 0}\n"
     return f"\t{sign}\t{version}\n"
-
-
-def _emit(changes: Any, engine: str) -> list[str]:
-    lines: list[str] = []
-    append = lines.append
-    if engine == "collapsing":
-        for ch in changes:
-            if ch.first_before is not None:
-                append(ch.first_before + f"\t-1\t{ch.version}\n")
-            if ch.after is not None:
-                append(ch.after + f"\t1\t{ch.version}\n")
-        return lines
-    for ch in changes:
-        # a deleted key always gets its delete row, even when the batch also inserted it: after a snapshot the
-        # replay overlaps rows the snapshot already wrote, so "inserted in this batch" does not mean "absent"
-        if ch.after is not None:
-            append(ch.after + _meta_suffix(engine, 1, ch.version))
-        else:
-            append(ch.last + _meta_suffix(engine, -1, ch.version))
-    return lines
 
 
 def _reached(pos: BinlogPosition, goal: BinlogPosition) -> bool:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+import operator
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import _failpoints
 from ..errors import MybinlogError, ReplicationError
@@ -39,6 +40,15 @@ logger = logging.getLogger("mybinlog.replication")
 # per-table state
 
 
+class _Layout(NamedTuple):
+    """How the rows of one event layout (its column names) become ClickHouse rows."""
+
+    positions: list[int]  # index in the row image of each table column, or -1
+    key: list[int]  # indexes of the key columns in the row image ([]: the whole row is the key)
+    encode_rows: Callable[[Sequence[Sequence[Any]]], list[str]]  # rows -> their TabSeparated fields (no meta columns)
+    key_of: Callable[[Sequence[Any]], Any] | None  # row -> its key (the value for one column, else a tuple)
+
+
 class _Table:
     """A replicated table: its MySQL definition, its ClickHouse table, encoders and buffered changes."""
 
@@ -57,7 +67,7 @@ class _Table:
         kind, key_columns = _chschema.sorting_key(definition)
         # the key of the ClickHouse sorting order: one row per key survives FINAL; "row" = the whole row is the key
         self.key = [] if kind == "row" else [self.lower.index(k.lower()) for k in key_columns]
-        self.layouts: dict[tuple[str | None, ...], tuple[list[int], list[int], Callable[[Sequence[Any]], str]]] = {}
+        self.layouts: dict[tuple[str | None, ...], _Layout] = {}
         self.select_encoder = _types.make_row_encoder(definition.columns, caps, parsed_json=False)
         self.insert_columns = [*self.columns, *_chschema.meta_columns(self.repl.settings.engine)]
 
@@ -65,11 +75,9 @@ class _Table:
     def ch_table(self) -> str:
         return f"{quote_ident(self.repl.target_database)}.{quote_ident(self.name)}"
 
-    def layout(
-        self, names: tuple[str | None, ...]
-    ) -> tuple[list[int], list[int], Callable[[Sequence[Any]], str]]:
-        """For an event's column names: (index in the row image of each table column or -1, key indexes, the
-        generated row encoder for that layout)."""
+    def layout(self, names: tuple[str | None, ...]) -> _Layout:
+        """For an event's column names: the index in the row image of each table column, the key, and the generated
+        row encoders for that layout."""
         got = self.layouts.get(names)
         if got is None:
             if names and all(n is not None for n in names):
@@ -84,13 +92,18 @@ class _Table:
                     f"{[self.columns[k] for k in self.key]}; the binlog does not match the tracked schema "
                     f"{_ddl.render_create_table(self.definition)!r}"
                 )
-            encoder = _types.make_row_encoder(
+            encode_rows = _types.make_rows_encoder(
                 self.definition.columns,
                 self.repl.target.capabilities,
                 parsed_json=self.repl.flavor == "mysql",
                 positions=idx,
             )
-            got = self.layouts[names] = (idx, key, encoder)
+            got = self.layouts[names] = _Layout(
+                idx,
+                key,
+                encode_rows,
+                operator.itemgetter(*key) if key else None,
+            )
         return got
 
 

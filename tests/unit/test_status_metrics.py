@@ -198,11 +198,11 @@ def test_snapshot_lag_is_an_upper_bound_that_a_quiet_hour_does_not_inflate() -> 
 
 def test_rows_by_kind_count_the_net_change_per_key() -> None:
     counts: dict[str, dict[str, int]] = {}
-    changes = [
-        SimpleNamespace(first_before=None, after="a"),  # inserted in the batch
-        SimpleNamespace(first_before="b0", after="b1"),  # updated
-        SimpleNamespace(first_before="c0", after=None),  # deleted
-        SimpleNamespace(first_before=None, after=None),  # inserted and deleted in the batch
+    changes = [  # (first_before, after, last, version): _batch.Change
+        (None, "a", "a", 1),  # inserted in the batch
+        ("b0", "b1", "b1", 1),  # updated
+        ("c0", None, "c0", 1),  # deleted
+        (None, None, "d0", 1),  # inserted and deleted in the batch
     ]
     count_rows(counts, "t", changes)
     count_rows(counts, "t", changes[:1])

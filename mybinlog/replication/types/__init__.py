@@ -5,11 +5,12 @@ target's :class:`~..target.Capabilities`. docs/types.md has the mapping table an
 ClickHouse cannot hold (zero dates, dates outside the range of a ClickHouse type, ...).
 
 * :func:`clickhouse_type`: the ClickHouse type of a column (``Nullable(Decimal(65, 30))``).
-* :func:`make_encoder` / :func:`make_row_encoder`: Python value -> one TabSeparated field (already escaped,
-  ``\\N`` for NULL). They accept both forms a value reaches the replicator in: the binlog decoder's values
-  (docs/source-layer.md, "Values") and what pymysql/asyncmy return for ``SELECT`` (snapshots), so that both
-  give identical ClickHouse contents. Binary data comes back as ``str`` decoded with ``surrogateescape``: encode
-  the joined line with ``.encode("utf-8", "surrogateescape")`` to get the exact bytes.
+* :func:`make_encoder` / :func:`make_row_encoder` (:func:`make_rows_encoder`: many rows in one call): Python value
+  -> one TabSeparated field (already escaped, ``\\N`` for NULL). They accept both forms a value reaches the
+  replicator in: the binlog decoder's values (docs/source-layer.md, "Values") and what pymysql/asyncmy return for
+  ``SELECT`` (snapshots), so that both give identical ClickHouse contents. Binary data comes back as ``str``
+  decoded with ``surrogateescape``: encode the joined line with ``.encode("utf-8", "surrogateescape")`` to get the
+  exact bytes.
 * :func:`canonical`: one comparable string per value, from either side (a MySQL value, or the text ClickHouse
   returns), for ``mybinlog verify``; :func:`values_match` compares two of them (floats with a tolerance).
 * :func:`zero_field`: the field for MySQL's implicit default of a column (a column missing from a row image).
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 from ...errors import TypeMappingError
 from ._canonical import Canonical, canonical, values_match
-from ._encoders import Encoder, implicit_default, make_encoder, make_row_encoder, zero_field
+from ._encoders import Encoder, implicit_default, make_encoder, make_row_encoder, make_rows_encoder, zero_field
 from ._mapping import Kind, clickhouse_type, column_kind, column_spec
 from ._values import NULL_FIELD, f32_repr, tsv_field_text
 
@@ -51,6 +52,7 @@ __all__ = [
     "implicit_default",
     "make_encoder",
     "make_row_encoder",
+    "make_rows_encoder",
     "tsv_field_text",
     "values_match",
     "zero_field",
