@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from mybinlog.protocol import _accel, _decoder, _packets
 from mybinlog.protocol._decoder import EventDecoder
+from mybinlog.protocol._events import RowsEvent
 from mybinlog.protocol._packets import MAX_PACKET_PAYLOAD, PacketFramer
 from tests.corpus import binlog_files
 
@@ -204,7 +205,7 @@ def _events_of(path: Path, fast: Any) -> list[str]:
         try:
             for event in _iter_file(path):
                 rows = ""
-                if hasattr(event, "rows"):
+                if isinstance(event, RowsEvent):
                     try:
                         rows = repr(event.rows)
                     except Exception as exc:
@@ -331,7 +332,7 @@ def test_damaged_corpus_events_decode_the_same(corpus_dir: Path, data: st.DataOb
             shown = []
             for event in out:
                 rows = ""
-                if hasattr(event, "rows"):
+                if isinstance(event, RowsEvent):
                     try:
                         rows = repr(event.rows)
                     except Exception as exc:
