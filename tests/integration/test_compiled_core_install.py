@@ -46,9 +46,11 @@ def _implementation(target: Path) -> tuple[str, str]:
         "from mybinlog.protocol._accel import describe; print(mybinlog.implementation()); print(mybinlog.__file__); "
         "print(describe())"
     )
+    environ = {k: v for k, v in os.environ.items() if k != "MYBINLOG_NO_EXTENSIONS"}  # also in the pure-Python pass
     done = subprocess.run(
-        [sys.executable, "-S", "-c", code], capture_output=True, text=True, cwd=target.parent, timeout=60, check=True
-    )
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, cwd=target.parent, timeout=60, check=True,
+        env=environ,
+    )  # fmt: skip
     implementation, path, description = done.stdout.splitlines()
     assert Path(path).is_relative_to(target), path  # the installed copy, not the development tree
     return implementation, description
