@@ -223,12 +223,11 @@ def run(args: argparse.Namespace, *, spark_submit: bool = False, err: TextIO | _
             file=err,
             flush=True,
         )
-        spark = await asyncio.to_thread(spark_session, master)
-        try:
+        if spark_submit:  # spark-submit's JVM is up: the session is there at once, and stays
+            spark = await asyncio.to_thread(spark_session)
             result = await run_snapshot(options, spark=spark, on_progress=progress)
-        finally:
-            if not spark_submit:
-                await asyncio.to_thread(spark.stop)
+        else:  # Spark starts while the driver plans; run_snapshot stops it at the end
+            result = await run_snapshot(options, master=master, on_progress=progress)
         if args.json:
             print(json.dumps(result.to_dict(), indent=2))
         else:

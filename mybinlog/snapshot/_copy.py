@@ -256,11 +256,11 @@ async def _open_sink(job: CopyJob) -> _Sink:
 # --- copying ------------------------------------------------------------------------------------------------
 
 
-def _row_encoder(table: CopyTable, caps: Capabilities) -> Callable[[Any], str]:
+def _rows_encoder(table: CopyTable, caps: Capabilities) -> Callable[[Any], list[str]]:
     from ..replication import types as _types
 
-    # a SELECT returns JSON as text (parsed_json=False), like MariaDB's binlog
-    return _types.make_row_encoder(table.definition.columns, caps, parsed_json=False)
+    # a SELECT returns JSON as text (parsed_json=False), like MariaDB's binlog; a fetched batch of rows in one call
+    return _types.make_rows_encoder(table.definition.columns, caps, parsed_json=False)
 
 
 def _held(job: CopyJob, chunk: Chunk) -> str | None:
@@ -269,7 +269,7 @@ def _held(job: CopyJob, chunk: Chunk) -> str | None:
     return job.hold[1]
 
 
-async def copy_chunk(job: CopyJob, sink: _Sink, chunk: Chunk, encode_row: Callable[[Any], str]) -> ChunkResult:
+async def copy_chunk(job: CopyJob, sink: _Sink, chunk: Chunk, encode_rows: Callable[[Any], list[str]]) -> ChunkResult:
     """Copy one chunk (one attempt) and return what it did."""
     table = job.tables[chunk.table]
     attempt = uuid.uuid4().hex[:12]
@@ -284,18 +284,20 @@ async def copy_chunk(job: CopyJob, sink: _Sink, chunk: Chunk, encode_row: Callab
         suffix = meta_suffix(table.meta, version)
         await sink.started(chunk, attempt, watermark)
         sql = table.select_sql(chunk)
-        lines: list[str] = []
+        blocks: list[str] = []  # one string per fetched batch of rows: whole lines, the meta columns appended
+        pending = 0  # rows in blocks
         size = 0
         async with asyncio.TaskGroup() as tg:
             in_flight: asyncio.Task[None] | None = None
 
             async def flush() -> None:
-                nonlocal lines, size, in_flight
-                if not lines:
+                nonlocal blocks, pending, size, in_flight
+                if not blocks:
                     return
-                data = "".join(lines).encode("utf-8", "surrogateescape")
-                n = len(lines)
-                lines = []
+                data = "".join(blocks).encode("utf-8", "surrogateescape")
+                n = pending
+                blocks = []
+                pending = 0
                 size = 0
                 if in_flight is not None:
                     await in_flight  # one insert in flight: reading goes on while it runs
@@ -305,12 +307,15 @@ async def copy_chunk(job: CopyJob, sink: _Sink, chunk: Chunk, encode_row: Callab
                     await _wait_until(lambda: not os.path.exists(hold))
 
             async for rows in stream_query(src, sql, job.fetch_rows):
-                for row in rows:
-                    line = encode_row(row) + suffix
-                    lines.append(line)
-                    size += len(line)
+                if not rows:
+                    continue
+                # one join per fetched batch, not a concatenation per row (the suffix ends every line)
+                block = suffix.join(encode_rows(rows)) + suffix
+                blocks.append(block)
+                pending += len(rows)
+                size += len(block)
                 total += len(rows)
-                if len(lines) >= job.batch_rows or size >= job.batch_bytes:
+                if pending >= job.batch_rows or size >= job.batch_bytes:
                     await flush()
                 elif total - reported >= job.progress_rows and time.monotonic() - reported_at >= 0.5:
                     # progress between inserts: the driver counts rows as they are read, not per batch or chunk
@@ -330,12 +335,12 @@ async def copy_chunk(job: CopyJob, sink: _Sink, chunk: Chunk, encode_row: Callab
 async def _copy_chunks(job: CopyJob, chunks: list[Chunk]) -> list[dict[str, Any]]:
     sink = await _open_sink(job)
     results = []
-    encoders: dict[str, Callable[[Any], str]] = {}
+    encoders: dict[str, Callable[[Any], list[str]]] = {}
     try:
         for chunk in chunks:
             enc = encoders.get(chunk.table)
             if enc is None:
-                enc = encoders[chunk.table] = _row_encoder(job.tables[chunk.table], job.capabilities)
+                enc = encoders[chunk.table] = _rows_encoder(job.tables[chunk.table], job.capabilities)
             results.append((await copy_chunk(job, sink, chunk, enc)).to_dict())
     finally:
         await sink.aclose()

@@ -212,11 +212,36 @@ class SnapshotResult:
 # --- Spark ----------------------------------------------------------------------------------------------------
 
 
+# JVM options of a local-mode driver (MYBINLOG_SPARK_JAVA_OPTIONS replaces them, empty for none): the snapshot's
+# data never passes through the JVM (Python workers read MySQL and write ClickHouse), the JVM only schedules a few
+# tasks, so its start-up is what counts. The client compiler alone (no C2) and the serial collector start it
+# seconds faster on a small machine.
+LOCAL_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def _spark_settings(master: str | None, app_name: str, ui: bool) -> dict[str, str]:
+    """The Spark settings of a session or context the snapshot creates (see :func:`spark_session`)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    settings = {"spark.app.name": app_name, "spark.ui.showConsoleProgress": "false"}
+    if master is not None:
+        settings["spark.master"] = master
+    if not ui:
+        settings["spark.ui.enabled"] = "false"
+    if master is not None and master.startswith("local"):
+        java_options = os.environ.get("MYBINLOG_SPARK_JAVA_OPTIONS", LOCAL_JAVA_OPTIONS).strip()
+        if java_options:
+            settings["spark.driver.extraJavaOptions"] = java_options
+            os.environ.setdefault("SPARK_LAUNCHER_OPTS", java_options)
+    return settings
+
+
 def spark_session(master: str | None = None, *, app_name: str = "mybinlog-snapshot", ui: bool = False) -> Any:
     """A SparkSession for the snapshot (the active one when it exists, e.g. under ``spark-submit``).
 
     ``master``: e.g. ``local[4]``; None keeps what spark-submit configured (or Spark's default ``local[*]``).
     Python workers run this interpreter (``PYSPARK_PYTHON``, unless set), so they import the same mybinlog.
+    With a local master the driver JVM gets :data:`LOCAL_JAVA_OPTIONS` (``MYBINLOG_SPARK_JAVA_OPTIONS`` replaces
+    them), and so does the short-lived JVM of Spark's launcher (``SPARK_LAUNCHER_OPTS``, unless set).
     """
     try:
         from pyspark.sql import SparkSession
@@ -225,26 +250,35 @@ def spark_session(master: str | None = None, *, app_name: str = "mybinlog-snapsh
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName(app_name)
-    if master is not None:
-        builder = builder.master(master)
-    if not ui:
-        builder = builder.config("spark.ui.enabled", "false")
-    builder = builder.config("spark.ui.showConsoleProgress", "false")
+    builder = SparkSession.builder
+    for key, value in _spark_settings(master, app_name, ui).items():
+        builder = builder.config(key, value)
     return builder.getOrCreate()
 
 
 def _session(master: str | None) -> tuple[Any, bool]:
-    """(session, whether it was created here, so is ours to stop)."""
+    """(the active SparkSession or SparkContext, else a new SparkContext; whether it was created here, so is ours
+    to stop). The job needs only a SparkContext: without a SparkSession (Spark SQL's state, about 2 s on a small
+    machine) the command starts faster."""
     try:
+        from pyspark import SparkConf, SparkContext
         from pyspark.sql import SparkSession
     except ImportError:
         return spark_session(master), True  # raises the installation hint
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
-    return spark_session(master), True
+    if SparkContext._active_spark_context is not None:
+        return SparkContext._active_spark_context, False
+    conf = SparkConf()
+    for key, value in _spark_settings(master, "mybinlog-snapshot", False).items():
+        conf.set(key, value)
+    return SparkContext.getOrCreate(conf), True
+
+
+def _context(spark: Any) -> Any:
+    """The SparkContext of a SparkSession, or the SparkContext itself."""
+    return getattr(spark, "sparkContext", spark)
 
 
 def _partition_task(job: CopyJob, groups: Iterable[list[Chunk]]) -> Iterator[dict[str, Any]]:
@@ -393,10 +427,16 @@ def _new_snapshot_id(replica: str) -> str:
 class _Run:
     """One run of the job (a new snapshot or a resumed one)."""
 
-    def __init__(self, options: SnapshotOptions, target: Target, spark: Any, on_progress: Any) -> None:
+    def __init__(
+        self, options: SnapshotOptions, target: Target, spark: Any, on_progress: Any, master: str | None = None
+    ) -> None:
         self.o = options
         self.target = target
+        # a SparkSession, or a future of (session, created here) still starting: it starts while the driver plans
         self.spark = spark
+        self.master = master
+        self.own_spark = False  # started by run_snapshot: stopped as soon as the copy is over
+        self.stopping: asyncio.Future[None] | None = None
         self.on_progress = on_progress
         self.dsn = _resolve_dsn(options.source)
         self.replica = options.replica or options.database
@@ -734,6 +774,7 @@ class _Run:
                     with contextlib.suppress(Exception):
                         await asyncio.shield(store.save(doc))
                     raise
+                self._stop_spark()  # the copy is over: Spark stops while the driver finishes
                 src = await connect_source(self.dsn)
             states = await store.states()
             missing = [c.label for c in all_chunks if c.ordinal not in states.done]
@@ -818,10 +859,29 @@ class _Run:
             )
         return store, doc
 
+    async def _session(self) -> Any:
+        """The SparkSession, once it has started."""
+        if isinstance(self.spark, asyncio.Future):
+            self.spark, self.own_spark = await asyncio.shield(self.spark)
+        return self.spark
+
+    def _stop_spark(self) -> None:
+        """Stop a session started by run_snapshot (in the background: the driver's last steps do not need it)."""
+        if self.own_spark and self.stopping is None and not isinstance(self.spark, asyncio.Future):
+            self.stopping = asyncio.ensure_future(asyncio.to_thread(self.spark.stop))
+
+    async def _parallelism(self) -> int:
+        """Spark's default parallelism; for a local master still starting, the N of ``local[N]``."""
+        if isinstance(self.spark, asyncio.Future) and not self.spark.done():
+            cores = _local_cores(self.master)
+            if cores is not None:
+                return cores
+        return _default_parallelism(await self._session())
+
     async def _plan(
         self, src: SourceConnection, texts: dict[str, str], parse: Callable[[str, str], TableDef]
     ) -> dict[str, TablePlan]:
-        parallelism = self.o.parallelism or _default_parallelism(self.spark)
+        parallelism = self.o.parallelism or await self._parallelism()
         plans: dict[str, TablePlan] = {}
         ordinal = 0
         for name, text in texts.items():
@@ -895,10 +955,11 @@ class _Run:
         started: float,
     ) -> None:
         o = self.o
+        spark = await self._session()
         spool = self.target.kind == "chdb"
         spool_dir: Path | None = None
         if spool:
-            master = str(self.spark.sparkContext.master)
+            master = str(_context(spark).master)
             if not master.startswith("local") and not o.spool_dir:
                 raise ConfigurationError(
                     f"an embedded ClickHouse (chdb) target on a cluster (master {master}) needs --spool-dir on a file "
@@ -929,7 +990,7 @@ class _Run:
             else None
         )
         group_id = f"mybinlog-snapshot-{store.snapshot_id}"
-        sc = self.spark.sparkContext
+        sc = _context(spark)
 
         def run_job() -> list[dict[str, Any]]:
             sc.setJobGroup(group_id, f"mybinlog snapshot {store.snapshot_id}", interruptOnCancel=True)
@@ -952,7 +1013,8 @@ class _Run:
                 if now - last_report >= o.progress_interval:
                     last_report = now
                     states = await store.states()
-                    self._report(store.snapshot_id, states, total, chunk_count, rows_before, now - started)
+                    if len(states.done) < chunk_count:  # the line with every chunk done comes once, at the end
+                        self._report(store.snapshot_id, states, total, chunk_count, rows_before, now - started)
             try:
                 results = worker.result()
             except Exception as exc:  # noqa: BLE001 - Py4J/Spark errors have no common base we can import
@@ -991,9 +1053,23 @@ class _Run:
         self.on_progress(SnapshotProgress(snapshot_id, done_rows, total, len(states.done), chunks, elapsed, rate, eta))
 
 
+def _local_cores(master: str | None) -> int | None:
+    """The number of cores of a local master (``local``, ``local[N]``, ``local[*]``, ``local[N,F]``), else None."""
+    if master is None:
+        return None
+    if master == "local":
+        return 1
+    m = re.fullmatch(r"local\[(\d+|\*)(?:,\s*\d+)?\]", master.strip())
+    if m is None:
+        return None
+    if m.group(1) == "*":
+        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    return max(1, int(m.group(1)))
+
+
 def _default_parallelism(spark: Any) -> int:
     try:
-        return max(1, int(spark.sparkContext.defaultParallelism))
+        return max(1, int(_context(spark).defaultParallelism))
     except Exception:  # noqa: BLE001 - any Spark trouble: plan for two cores
         return 2
 
@@ -1008,12 +1084,12 @@ async def run_snapshot(
 ) -> SnapshotResult:
     """Run a snapshot (or resume one) and return its result; see docs/snapshot.md.
 
-    ``spark``: a SparkSession (default: the active one, else a new :func:`spark_session` with ``master``,
-    stopped at the end). ``target``: an open target to use on the driver (default: opened from
-    ``options.target``). With a server, the executors open their own connections from ``options.target``, which
-    is then required; with chdb only the driver writes, through ``target`` (so a process that already holds the
-    chdb directory, like the replicator, can pass it). ``on_progress`` is called every
-    ``options.progress_interval`` seconds while chunks run.
+    ``spark``: a SparkSession or SparkContext (default: the active one, else a new SparkContext with ``master``,
+    started while the driver plans and stopped once the copy is over). ``target``: an open target to use on the
+    driver (default: opened from ``options.target``). With a server, the executors open their own connections
+    from ``options.target``, which is then required; with chdb only the driver writes, through ``target`` (so a
+    process that already holds the chdb directory, like the replicator, can pass it). ``on_progress`` is called
+    every ``options.progress_interval`` seconds while chunks run.
     """
     from ..replication.target import open_target
 
@@ -1028,17 +1104,28 @@ async def run_snapshot(
             "the executors write to the ClickHouse server themselves: give its URL (with credentials, or "
             "MYBINLOG_CH_PASSWORD) in SnapshotOptions.target as well as the open target"
         )
-    own_spark = False
+    # Spark starts (seconds: a JVM, then a SparkContext) while the driver opens the target, reads the checkpoint and
+    # the schemas and plans the chunks; the copy waits for it
+    starting: asyncio.Future[tuple[Any, bool]] | None = None
+    run: _Run | None = None
     if spark is None:
-        spark, own_spark = await asyncio.to_thread(_session, master)
+        starting = asyncio.ensure_future(asyncio.to_thread(_session, master))
     try:
         if target is None:
             target = await open_target(options.target)
+        run = _Run(options, target, spark if starting is None else starting, on_progress, master)
         try:
-            return await _Run(options, target, spark, on_progress).run()
+            return await run.run()
         finally:
             if own:
                 await target.aclose()
     finally:
-        if own_spark:
-            await asyncio.shield(asyncio.to_thread(spark.stop))
+        if starting is not None:
+            # never leave a JVM behind: wait for a session still starting, stop the one started here
+            started: tuple[Any, bool] | None = None
+            with contextlib.suppress(BaseException):  # an error starting Spark was raised by the run, or superseded
+                started = await asyncio.shield(starting)
+            if run is not None and run.stopping is not None:
+                await asyncio.shield(run.stopping)
+            elif started is not None and started[1]:
+                await asyncio.shield(asyncio.to_thread(started[0].stop))
