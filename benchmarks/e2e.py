@@ -246,6 +246,23 @@ async def main_async(quick: bool) -> list[dict[str, Any]]:
     return results
 
 
+def goals_of(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The compiled core's goal: catch-up >= 0.9x a direct bulk insert of the same rows, on each target."""
+    goals = []
+    for r in results:
+        if r["metric"] == "catch-up":
+            goals.append(
+                {
+                    "goal": f"`replicate` catch-up >= 0.9x a direct bulk insert of the same rows, {r['target']}",
+                    "value": r["ratio"],
+                    "target": 0.9,
+                    "met": r["ratio"] >= 0.9,
+                    "detail": r["note"],
+                }
+            )
+    return goals
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -253,7 +270,7 @@ def main() -> None:
     args = parser.parse_args()
     results = asyncio.run(main_async(args.quick))
     if args.json:
-        print(json.dumps({"name": "e2e", "results": results}))
+        print(json.dumps({"name": "e2e", "results": results, "goals": goals_of(results)}))
         return
     print("| target | metric | value | ratio | note |\n|---|---|---:|---:|---|")
     for r in results:

@@ -77,6 +77,10 @@ GOALS: dict[str, list[tuple[str, float]]] = {
         ("full decode, stream (compiled) >= 20x python-mysql-replication, standard workload (CPU)", 20.0),
     ],
     "fanout": [("8 consumers through one shared connection cost <= 1.5x one consumer (reading + server CPU)", 1.5)],
+    "e2e": [("`replicate` catch-up >= 0.9x a direct bulk insert of the same rows, chdb and the ClickHouse server",
+             0.9)],
+    "snapshot": [("snapshot of 1M rows: the whole command (start-up included) >= 1.5x the single-threaded copy "
+                  "(pymysql stream into chdb), local[2]", 1.5)],
 }  # fmt: skip
 
 
