@@ -467,6 +467,17 @@ decode_decimal(Op *op, const unsigned char *p)
     return d;
 }
 
+/* after a failed date/datetime constructor: 1 when the value was only invalid (ValueError, OverflowError: cleared,
+ * the column's pure-Python value function takes it), 0 for any other error (left set) */
+static int
+invalid_value_cleared(void)
+{
+    if (!PyErr_ExceptionMatches(PyExc_ValueError) && !PyErr_ExceptionMatches(PyExc_OverflowError))
+        return 0;
+    PyErr_Clear();
+    return 1;
+}
+
 #define NEED(n)                      \
     do {                             \
         if (pos + (n) > end)         \
@@ -563,11 +574,8 @@ decode_image(RowProgram *self, Image *img, PyObject *buf, const unsigned char *d
                     v = PyDateTimeAPI->DateTime_FromDateAndTime(
                         year, month, (int)(tl >> 17 & 31), (int)(hms >> 12), (int)(hms >> 6 & 63), (int)(hms & 63),
                         (int)frac, Py_None, PyDateTimeAPI->DateTimeType);
-                    if (v == NULL) {
-                        if (!PyErr_ExceptionMatches(PyExc_ValueError) && !PyErr_ExceptionMatches(PyExc_OverflowError))
-                            goto fail_row;
-                        PyErr_Clear();
-                    }
+                    if (v == NULL && !invalid_value_cleared())
+                        goto fail_row;
                 }
             }
             if (v == NULL)
@@ -603,11 +611,8 @@ decode_image(RowProgram *self, Image *img, PyObject *buf, const unsigned char *d
             v = NULL;
             if (year && month && day) {
                 v = PyDateTimeAPI->Date_FromDate(year, month, day, PyDateTimeAPI->DateType);
-                if (v == NULL) {
-                    if (!PyErr_ExceptionMatches(PyExc_ValueError) && !PyErr_ExceptionMatches(PyExc_OverflowError))
-                        goto fail_row;
-                    PyErr_Clear();
-                }
+                if (v == NULL && !invalid_value_cleared())
+                    goto fail_row;
             }
             if (v == NULL)
                 v = call_fallback(op, buf, &pos, end);

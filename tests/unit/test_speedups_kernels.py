@@ -31,16 +31,14 @@ from mybinlog.protocol._decoder import EventDecoder
 from mybinlog.protocol._events import RowsEvent
 from mybinlog.protocol._packets import MAX_PACKET_PAYLOAD, PacketFramer
 from tests.corpus import binlog_files
+from tests.unit.test_speedups import require_speedups
 
-NO_EXTENSIONS = os.environ.get("MYBINLOG_NO_EXTENSIONS", "").strip() not in ("", "0")
 speedups: Any = _accel.speedups
 
-if speedups is None:
-    if NO_EXTENSIONS:
-        pytest.skip("MYBINLOG_NO_EXTENSIONS is set: this pass tests pure Python", allow_module_level=True)
-    if os.environ.get("CI") == "true":
-        raise RuntimeError("the compiled core is not built (CI=true needs it): pip install -e . with gcc")
-    pytest.skip("the compiled core is not built", allow_module_level=True)
+
+@pytest.fixture(autouse=True)
+def _compiled_core() -> None:
+    require_speedups()  # skipped in the MYBINLOG_NO_EXTENSIONS pass, failed under CI=true without the extension
 
 
 # -- CRC32 ----------------------------------------------------------------------------------------------------
