@@ -134,57 +134,83 @@ static inline char *put_escaped_ascii(char *p, Py_UCS4 c) {
 
 #define NEEDS_ESCAPE(c) ((c) < 0x20 || (c) == '"' || (c) == '\\')
 
+/* 8 bytes at once: is any of them below 0x20, '"' or '\\'? (exact for any bytes, UTF-8 lead and continuation
+   bytes included: the ~w terms keep bytes >= 0x80 out) */
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+static inline uint64_t escape_hit(uint64_t w) {
+    uint64_t q = w ^ 0x2222222222222222ULL, bs = w ^ 0x5C5C5C5C5C5C5C5CULL;
+    return (((w - 0x20 * ONES) & ~w) | ((q - ONES) & ~q) | ((bs - ONES) & ~bs)) & HIGHS;
+}
+
+/* append the UTF-8 (or ASCII) text src[0:n] as a JSON string literal, escaped as json's encode_basestring
+   (ensure_ascii=False) does: only characters below 0x20, '"' and '\\' are escaped */
+static int buf_quoted_utf8(Buf *b, const unsigned char *src, Py_ssize_t n) {
+    if (n > (PY_SSIZE_T_MAX - 2) / 6) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    /* room for the worst case (every character as \u00XX) when that is small; otherwise for the plain text
+       first, and for the worst case of the rest at the first escape */
+    Py_ssize_t room = n <= (1 << 16) ? 6 * n + 2 : n + 2;
+    if (BUF_RESERVE(b, room) < 0) return -1;
+    int roomy = room > n + 2;
+    char *p = b->data + b->len;
+    *p++ = '"';
+    Py_ssize_t i = 0;
+    while (i < n) {
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, src + i, 8);
+            if (escape_hit(w)) break;
+            memcpy(p, &w, 8);
+            p += 8;
+            i += 8;
+        }
+        Py_ssize_t stop = i + 8 < n ? i + 8 : n;
+        for (; i < stop; i++) {
+            unsigned char c = src[i];
+            if (!NEEDS_ESCAPE(c)) {
+                *p++ = (char)c;
+                continue;
+            }
+            if (!roomy) {
+                b->len = p - b->data;
+                if (BUF_RESERVE(b, 6 * (n - i) + 1) < 0) return -1;
+                p = b->data + b->len;
+                roomy = 1;
+            }
+            p = put_escaped_ascii(p, c);
+        }
+    }
+    *p++ = '"';
+    b->len = p - b->data;
+    return 0;
+}
+
+/* at or above this many characters, a non-ASCII str is encoded by CPython's UTF-8 encoder and then escaped as
+   bytes, which is faster than the character loop below */
+#define STR_LONG 32
+
 /* append str s: quoted and escaped (JSON string literal) or raw (text that is already JSON) */
 static int buf_str(Buf *b, PyObject *s, int quoted) {
     if (PyUnicode_READY(s) < 0) return -1;
     Py_ssize_t n = PyUnicode_GET_LENGTH(s);
     if (PyUnicode_IS_ASCII(s)) {
         const unsigned char *src = PyUnicode_1BYTE_DATA(s);
-        if (!quoted) return buf_put(b, (const char *)src, n);
-        if (n > (PY_SSIZE_T_MAX - 2) / 6) {
-            PyErr_NoMemory();
-            return -1;
+        return quoted ? buf_quoted_utf8(b, src, n) : buf_put(b, (const char *)src, n);
+    }
+    if (n >= STR_LONG) {
+        PyObject *u8 = PyUnicode_AsUTF8String(s);
+        if (u8 != NULL) {
+            const unsigned char *src = (const unsigned char *)PyBytes_AS_STRING(u8);
+            Py_ssize_t m = PyBytes_GET_SIZE(u8);
+            int rc = quoted ? buf_quoted_utf8(b, src, m) : buf_put(b, (const char *)src, m);
+            Py_DECREF(u8);
+            return rc;
         }
-        /* room for the worst case (every character as \u00XX) when that is small; otherwise for the plain text
-           first, and for the worst case of the rest at the first escape */
-        Py_ssize_t room = n <= (1 << 16) ? 6 * n + 2 : n + 2;
-        if (BUF_RESERVE(b, room) < 0) return -1;
-        int roomy = room > n + 2;
-        char *p = b->data + b->len;
-        *p++ = '"';
-        Py_ssize_t i = 0;
-        while (i < n) {
-            /* eight characters at a time: none below 0x20, no '"', no '\\' (ASCII: every byte < 0x80) */
-            while (i + 8 <= n) {
-                uint64_t w;
-                memcpy(&w, src + i, 8);
-                uint64_t q = w ^ 0x2222222222222222ULL, bs = w ^ 0x5C5C5C5C5C5C5C5CULL;
-                uint64_t hit = ((w - 0x2020202020202020ULL) | (q - 0x0101010101010101ULL) |
-                                (bs - 0x0101010101010101ULL)) & 0x8080808080808080ULL;
-                if (hit) break;
-                memcpy(p, &w, 8);
-                p += 8;
-                i += 8;
-            }
-            Py_ssize_t stop = i + 8 < n ? i + 8 : n;
-            for (; i < stop; i++) {
-                unsigned char c = src[i];
-                if (!NEEDS_ESCAPE(c)) {
-                    *p++ = (char)c;
-                    continue;
-                }
-                if (!roomy) {
-                    b->len = p - b->data;
-                    if (BUF_RESERVE(b, 6 * (n - i) + 1) < 0) return -1;
-                    p = b->data + b->len;
-                    roomy = 1;
-                }
-                p = put_escaped_ascii(p, c);
-            }
-        }
-        *p++ = '"';
-        b->len = p - b->data;
-        return 0;
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return -1;
+        PyErr_Clear();  /* a lone surrogate: the character loop writes it as surrogatepass does */
     }
     int kind = PyUnicode_KIND(s);
     const void *data = PyUnicode_DATA(s);

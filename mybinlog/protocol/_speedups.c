@@ -41,6 +41,9 @@ enum {
     OP_ENUM,         /* a = bytes (1, 2); obj = the values tuple or None */
     OP_CALL,         /* fallback(buf, pos) -> (value, new pos) */
     OP_NULL,         /* MYSQL_TYPE_NULL: always None, no bytes */
+    OP_TIME2,        /* a = fraction bytes (0..3), b = fraction multiplier: a timedelta */
+    OP_BIT,          /* a = bytes (1..8), big-endian: an int */
+    OP_SET,          /* a = bytes (1..8), little-endian bits; obj = the values tuple (a frozenset of them) or None */
 };
 
 enum { TEXT_BYTES = 0, TEXT_CODEC = 1, TEXT_UTF8 = 2, TEXT_UTF8_OR_BYTES = 3, TEXT_CALL = 4 };
@@ -116,7 +119,7 @@ parse_image(PyObject *ops_seq, Image *img, Py_ssize_t ncols)
             Py_DECREF(fast);
             return -1;
         }
-        if (op->slot < 0 || op->slot >= ncols || op->kind < OP_INT || op->kind > OP_NULL) {
+        if (op->slot < 0 || op->slot >= ncols || op->kind < OP_INT || op->kind > OP_SET) {
             PyErr_SetString(PyExc_ValueError, "bad row program op");
             Py_DECREF(fast);
             return -1;
@@ -125,6 +128,13 @@ parse_image(PyObject *ops_seq, Image *img, Py_ssize_t ncols)
         op->obj = obj;
         Py_INCREF(fallback);
         op->fallback = fallback;
+        if ((op->kind == OP_TIME2 && (op->a < 0 || op->a > 3)) ||
+            ((op->kind == OP_BIT || op->kind == OP_SET) && (op->a < 1 || op->a > 8)) ||
+            (op->kind == OP_SET && obj != Py_None && (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) > 64))) {
+            PyErr_SetString(PyExc_ValueError, "bad row program op");
+            Py_DECREF(fast);
+            return -1;
+        }
         if (op->kind == OP_DECIMAL) {
             /* dec = (size, scale, ((bytes, digits, limit), ...)) */
             PyObject *fields;
@@ -260,6 +270,18 @@ call_fallback(Op *op, PyObject *buf, Py_ssize_t *pos, Py_ssize_t end)
 /* strict UTF-8 -> str in two passes (validate and measure, then write the code points at the right width);
  * NULL without an error set for anything it does not accept (invalid, overlong, surrogates, > U+10FFFF), so that
  * the caller hands those bytes to CPython's decoder, which raises its exact error */
+#define UTF8_LONG 32
+
+/* CPython's strict decoder, with utf8_fast's contract: NULL and no error set when the bytes are not valid UTF-8 */
+static PyObject *
+utf8_cpython(const unsigned char *s, Py_ssize_t n)
+{
+    PyObject *u = PyUnicode_DecodeUTF8((const char *)s, n, NULL);
+    if (u == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+        PyErr_Clear();
+    return u;
+}
+
 static PyObject *
 utf8_fast(const unsigned char *s, Py_ssize_t n)
 {
@@ -282,7 +304,9 @@ utf8_fast(const unsigned char *s, Py_ssize_t n)
             nchars++;
             continue;
         }
-        else if (c < 0xC2)
+        if (n >= UTF8_LONG) /* long non-ASCII text: CPython's decoder is the faster one */
+            return utf8_cpython(s, n);
+        if (c < 0xC2)
             return NULL;
         else if (c < 0xE0) {
             if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80)
@@ -660,6 +684,55 @@ decode_image(RowProgram *self, Image *img, PyObject *buf, const unsigned char *d
                 v = PyTuple_GET_ITEM(op->obj, index - 1);
                 Py_INCREF(v);
             }
+            break;
+        }
+        case OP_TIME2: {
+            /* MySQL's packed time: the integer part (hours, minutes, seconds) << 24 plus signed microseconds;
+               a negative value with a fraction counts the fraction down from the next integer */
+            int size = 3 + op->a;
+            NEED(size);
+            long long packed;
+            if (op->a == 0)
+                packed = ((long long)read_be(p, 3) - 0x800000LL) * (1LL << 24);
+            else if (op->a == 3)
+                packed = (long long)read_be(p, 6) - 0x800000000000LL;
+            else {
+                long long intpart = (long long)read_be(p, 3) - 0x800000LL;
+                long long frac = (long long)read_be(p + 3, op->a);
+                if (intpart < 0 && frac) {
+                    intpart += 1;
+                    frac -= op->a == 1 ? 0x100 : 0x10000;
+                }
+                packed = intpart * (1LL << 24) + frac * op->b;
+            }
+            int negative = packed < 0;
+            if (negative)
+                packed = -packed;
+            long long hms = packed >> 24;
+            int secs = (int)(((hms >> 12) & 0x3FF) * 3600 + ((hms >> 6) & 63) * 60 + (hms & 63));
+            int usec = (int)(packed & 0xFFFFFF);
+            v = PyDelta_FromDSU(0, negative ? -secs : secs, negative ? -usec : usec);
+            pos += size;
+            break;
+        }
+        case OP_BIT:
+            NEED(op->a);
+            v = PyLong_FromUnsignedLongLong(read_be(p, op->a));
+            pos += op->a;
+            break;
+        case OP_SET: {
+            NEED(op->a);
+            unsigned long long bits = read_le(p, op->a);
+            pos += op->a;
+            if (op->obj == Py_None) {
+                v = PyLong_FromUnsignedLongLong(bits);
+                break;
+            }
+            v = PyFrozenSet_New(NULL);
+            Py_ssize_t nvalues = PyTuple_GET_SIZE(op->obj);
+            for (Py_ssize_t k = 0; v != NULL && k < nvalues && k < 64; k++)
+                if (bits >> k & 1 && PySet_Add(v, PyTuple_GET_ITEM(op->obj, k)) < 0)
+                    Py_CLEAR(v);
             break;
         }
         case OP_CALL:

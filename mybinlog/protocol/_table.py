@@ -40,7 +40,6 @@ from ._values import (
     decode_time_old,
     decode_timestamp2,
     decode_timestamp_old,
-    time2_decoder,
     timestamp2_decoder,
 )
 
@@ -887,7 +886,7 @@ def _compile(table: TableMap, mode: int, present: int, present_after: int) -> Ca
 
 # -- the compiled core's row programs (mybinlog/protocol/_speedups.c: the OP_* and TEXT_* numbers) ------------
 _OP_INT, _OP_UINT, _OP_FLOAT, _OP_DOUBLE, _OP_YEAR, _OP_DECIMAL, _OP_DATETIME2, _OP_TIMESTAMP2 = range(1, 9)
-_OP_DATE, _OP_STRING, _OP_BLOB, _OP_ENUM, _OP_CALL, _OP_NULL = range(9, 15)
+_OP_DATE, _OP_STRING, _OP_BLOB, _OP_ENUM, _OP_CALL, _OP_NULL, _OP_TIME2, _OP_BIT, _OP_SET = range(9, 18)
 _TEXT_BYTES, _TEXT_CODEC, _TEXT_UTF8, _TEXT_UTF8_OR_BYTES, _TEXT_CALL = range(5)
 _INT_SIZES = {
     ColumnType.TINY: 1,
@@ -959,7 +958,7 @@ def _column_op(col: ColumnInfo) -> _Op | None:
             return None
         nfrac = _FSP_BYTES[fsp]
         if t == ColumnType.TIME2:
-            return _call(time2_decoder(fsp), slot)
+            return (_OP_TIME2, slot, nfrac, _FRAC_TO_USEC[nfrac], 0)
         if t == ColumnType.DATETIME2:
             return (_OP_DATETIME2, slot, nfrac, _FRAC_TO_USEC[nfrac], 0, None, datetime2_decoder(fsp))
         return (_OP_TIMESTAMP2, slot, nfrac, _FRAC_TO_USEC[nfrac], 0, None, timestamp2_decoder(fsp))
@@ -973,6 +972,8 @@ def _column_op(col: ColumnInfo) -> _Op | None:
         return _call(decode_timestamp_old, slot)
     if t == ColumnType.BIT:
         nbytes = ((col.meta & 0xFF) * 8 + (col.meta >> 8) + 7) // 8
+        if 1 <= nbytes <= 8:
+            return (_OP_BIT, slot, nbytes, 0, 0)
         return _call(lambda buf, pos: (int.from_bytes(buf[pos : pos + nbytes], "big"), pos + nbytes), slot)
     if t == ColumnType.ENUM:
         n = col.length
@@ -982,6 +983,8 @@ def _column_op(col: ColumnInfo) -> _Op | None:
                                        pos + n), slot)  # fmt: skip
     if t == ColumnType.SET:
         n, values = col.length, col.set_values
+        if 1 <= n <= 8 and (values is None or len(values) <= 64):
+            return (_OP_SET, slot, n, 0, 0, None if values is None else tuple(values))
         return _call(lambda buf, pos: (_set_value(values, int.from_bytes(buf[pos : pos + n], "little")), pos + n),
                      slot)  # fmt: skip
     if t in (ColumnType.VARCHAR, ColumnType.VAR_STRING, ColumnType.STRING):

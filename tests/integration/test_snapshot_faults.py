@@ -236,6 +236,9 @@ async def test_spark_submit_into_chdb_killed_then_resumed_reuses_its_spool(
     assert "starting Spark" in mine[0], mine[:3]
     assert len([m for m in PROGRESS.finditer(resumed_err) if m.group(3) == m.group(4) == "8"]) == 1, mine
     assert f"executors spool their batches in {spool}\n" in resumed_err
+    # Spark was stopped without pyspark's accumulator-server wait, and nothing complained about it
+    assert "Traceback" not in resumed_err, resumed_err[-3000:]
+    assert "Exception in thread" not in resumed_err, resumed_err[-3000:]
     assert not leftover.exists()
     assert not spool.exists()
 

@@ -158,7 +158,10 @@ class Doc(dict):  # type: ignore[type-arg]
 
 _TZ = datetime.timezone(datetime.timedelta(hours=5, minutes=30))
 
-texts = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=40) | st.sampled_from(
+# long text too: non-ASCII strings of 32 characters or more take the renderer's other path (CPython's encoder)
+texts = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=40) | st.text(
+    alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF), min_size=30, max_size=300
+) | st.sampled_from(
     ["", '"', "\\", "\n\r\t\b\f\x00\x1f\x7f", "é€😀", "\ud800", "a\udcffb", "\ud83d\ude00", "x" * 100]
 )
 ints = st.integers(-(2**70), 2**70) | st.sampled_from([0, -1, 2**63 - 1, -(2**63), 2**63, 2**64 - 1, 10**40])
@@ -226,6 +229,23 @@ def deep(levels: int, leaf: Any) -> Any:
 @given(value=documents)
 def test_value_renders_as_the_json_encoder_renders_it(c: Any, value: Any) -> None:
     assert outcome(c.value_to_json, value) == outcome(_format._ENCODE, value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "é" * 31,
+        "é" * 32,
+        "é" * 33 + '"',
+        '"quoted" \\ back\nslash, tab\t, nul\x00, del\x7f, ' + "東京😀" * 20,
+        "mis à jour ✓ " * 500 + "\x1f",
+        "ünïcödé and a lone surrogate \ud800 in long text " * 3,
+        "\udcff" * 40,
+    ],
+)
+def test_long_non_ascii_strings_render_as_the_json_encoder_renders_them(c: Any, text: str) -> None:
+    for value in (text, {text: [text]}):
+        assert outcome(c.value_to_json, value) == outcome(_format._ENCODE, value)
 
 
 @pytest.mark.parametrize("levels", [1, 30, 31, 32, 33, 40, 200])

@@ -455,3 +455,58 @@ def test_initial_load_progress_lines(caplog: pytest.LogCaptureFixture) -> None:
     assert lines[0].startswith("shop: initial load 500/~1,000 rows (50%) of 2 tables, now orders, ")
     assert "ETA " in lines[0]
     assert lines[1].startswith("shop: initial load done: 1,200 rows of 2 tables in ")
+
+
+class _FakeAccumulatorServer:
+    def __init__(self) -> None:
+        import threading
+
+        self.server_shutdown = False
+        self.shut = threading.Event()
+
+    def shutdown(self) -> None:
+        assert self.server_shutdown, "told to stop polling before shutdown() waits for it"
+        self.shut.set()
+
+    def handle_error(self, request: object, client_address: object) -> None:  # socketserver's: prints a traceback
+        raise AssertionError("the EOF of a JVM hanging up during the shutdown would be printed")
+
+
+class _FakeContext:
+    def __init__(self, server: _FakeAccumulatorServer | None) -> None:
+        self._accumulatorServer = server
+        self.stopped_with: list[object] = []
+
+    def stop(self) -> None:  # what SparkContext.stop() waits on: a server still set here
+        self.stopped_with.append(self._accumulatorServer)
+
+
+class _FakeSession:
+    def __init__(self, context: _FakeContext) -> None:
+        self.sparkContext = context
+
+    def stop(self) -> None:
+        self.sparkContext.stop()
+
+
+@pytest.mark.parametrize("session", [False, True])
+def test_spark_stop_does_not_wait_for_the_accumulator_server(session: bool) -> None:
+    """The snapshot stops the Spark it started with the accumulator server taken out of SparkContext.stop()'s
+    way (that wait is up to a second of every command) and shut down in a thread of its own."""
+    from mybinlog.snapshot._job import _stop_spark_context
+
+    server = _FakeAccumulatorServer()
+    context = _FakeContext(server)
+    _stop_spark_context(_FakeSession(context) if session else context)
+    assert context.stopped_with == [None]  # stopped once, without the server to wait for
+    assert server.server_shutdown
+    assert server.shut.wait(timeout=30)  # and the server was still shut down
+    server.handle_error(None, ("127.0.0.1", 1))  # quiet now
+
+
+def test_spark_stop_without_a_known_accumulator_server_is_a_plain_stop() -> None:
+    from mybinlog.snapshot._job import _stop_spark_context
+
+    context = _FakeContext(None)
+    _stop_spark_context(context)
+    assert context.stopped_with == [None]

@@ -515,6 +515,25 @@ def test_images_without_columns_are_an_error_not_an_endless_loop() -> None:
             with pytest.raises(DecodeError, match="no columns"):
                 decoder(b"\x00\x01", 0, 2)
 
+@pytest.mark.parametrize("fsp", range(7))
+def test_time2_every_sign_and_fraction_boundary_decodes_identically(fsp: int) -> None:
+    """TIME2 is decoded in C (OP_TIME2): values around zero (where a negative time with a fraction counts the
+    fraction down from the next second), the extremes of the stored range and seeded random bytes, one row each,
+    give Python's timedelta."""
+    require_speedups()
+    import random
+
+    nbytes = 3 + (fsp + 1) // 2
+    table = TableMap("db", "t", [ColumnInfo(0, T.TIME2, fsp, True)], 0)
+    rng = random.Random(fsp)
+    zero = 0x800000 << 8 * (nbytes - 3)
+    around = [zero + d for d in range(-300, 301)] + [0, 1, (1 << 8 * nbytes) - 1, (1 << 8 * nbytes) - 2]
+    values = around + [rng.getrandbits(8 * nbytes) for _ in range(3000)]
+    buf = b"".join(b"\x00" + v.to_bytes(nbytes, "big") for v in values)  # a null bitmap byte, then the value
+    assert _table._program(table, 0, 1, 1) is not None
+    check_same(table, 0, 1, 1, buf, 0, len(buf), supported=True)
+
+
 
 # ----------------------------------------------------------------------------------------------------------
 # The corpus
