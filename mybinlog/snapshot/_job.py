@@ -28,9 +28,7 @@ import os
 import re
 import shutil
 import stat
-import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -46,6 +44,7 @@ from ._chunks import Chunk, TablePlan, balance, quote_mysql_ident
 from ._copy import ChunkResult, CopyJob, CopyTable, copy_partition, meta_columns, parse_spool_name
 from ._plan import choose_key, key_range_filter, plan_table
 from ._source import Watermark, connect_source, gtid_set_at, normalize_create, read_position, show_create_table
+from ._spark import _context, _session, _stop_spark_context, spark_session
 from ._state import ChunkStates, StateStore
 
 if TYPE_CHECKING:
@@ -208,107 +207,6 @@ class SnapshotResult:
             "table_rows": self.table_rows,
             "checkpoint_saved": self.checkpoint_saved,
         }
-
-
-# --- Spark ----------------------------------------------------------------------------------------------------
-
-
-# JVM options of a local-mode driver (MYBINLOG_SPARK_JAVA_OPTIONS replaces them, empty for none): the snapshot's
-# data never passes through the JVM (Python workers read MySQL and write ClickHouse), the JVM only schedules a few
-# tasks, so its start-up is what counts. The client compiler alone (no C2) and the serial collector start it
-# seconds faster on a small machine.
-LOCAL_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-
-
-def _spark_settings(master: str | None, app_name: str, ui: bool) -> dict[str, str]:
-    """The Spark settings of a session or context the snapshot creates (see :func:`spark_session`)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    settings = {"spark.app.name": app_name, "spark.ui.showConsoleProgress": "false"}
-    if master is not None:
-        settings["spark.master"] = master
-    if not ui:
-        settings["spark.ui.enabled"] = "false"
-    if master is not None and master.startswith("local"):
-        java_options = os.environ.get("MYBINLOG_SPARK_JAVA_OPTIONS", LOCAL_JAVA_OPTIONS).strip()
-        if java_options:
-            settings["spark.driver.extraJavaOptions"] = java_options
-            os.environ.setdefault("SPARK_LAUNCHER_OPTS", java_options)
-    return settings
-
-
-def spark_session(master: str | None = None, *, app_name: str = "mybinlog-snapshot", ui: bool = False) -> Any:
-    """A SparkSession for the snapshot (the active one when it exists, e.g. under ``spark-submit``).
-
-    ``master``: e.g. ``local[4]``; None keeps what spark-submit configured (or Spark's default ``local[*]``).
-    Python workers run this interpreter (``PYSPARK_PYTHON``, unless set), so they import the same mybinlog.
-    With a local master the driver JVM gets :data:`LOCAL_JAVA_OPTIONS` (``MYBINLOG_SPARK_JAVA_OPTIONS`` replaces
-    them), and so does the short-lived JVM of Spark's launcher (``SPARK_LAUNCHER_OPTS``, unless set).
-    """
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise ConfigurationError("the snapshot job needs PySpark: pip install 'mybinlog[spark]'") from exc
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    builder = SparkSession.builder
-    for key, value in _spark_settings(master, app_name, ui).items():
-        builder = builder.config(key, value)
-    return builder.getOrCreate()
-
-
-def _session(master: str | None) -> tuple[Any, bool]:
-    """(the active SparkSession or SparkContext, else a new SparkContext; whether it was created here, so is ours
-    to stop). The job needs only a SparkContext: without a SparkSession (Spark SQL's state, about 2 s on a small
-    machine) the command starts faster."""
-    try:
-        from pyspark import SparkConf, SparkContext
-        from pyspark.sql import SparkSession
-    except ImportError:
-        return spark_session(master), True  # raises the installation hint
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active, False
-    if SparkContext._active_spark_context is not None:
-        return SparkContext._active_spark_context, False
-    conf = SparkConf()
-    for key, value in _spark_settings(master, "mybinlog-snapshot", False).items():
-        conf.set(key, value)
-    return SparkContext.getOrCreate(conf), True
-
-
-def _ignore_request_error(request: Any, client_address: Any) -> None:
-    """socketserver's ``handle_error`` for an accumulator server told to shut down."""
-
-
-def _stop_spark_context(spark: Any) -> None:
-    """Stop a session or context the snapshot created, without pyspark's wait for its accumulator server.
-
-    ``SparkContext.stop()`` stops the JVM's context, then shuts the accumulator server down, which waits for the
-    server's request handler to notice, in its own poll of up to a second (about 0.7 s of every snapshot command on
-    a small machine). The snapshot uses no accumulators: the JVM's context is stopped here as ``stop()`` does it,
-    and the server is told to shut down in a daemon thread of its own (its serving thread is a daemon already).
-    When this pyspark version keeps the server elsewhere, ``stop()`` does all of it, as before.
-    """
-    context = _context(spark)
-    server = getattr(context, "_accumulatorServer", None)
-    if server is None or not hasattr(server, "server_shutdown"):
-        spark.stop()
-        return
-    server.server_shutdown = True
-    # its request handler may still be in its poll when the JVM hangs up: the EOF it then reads is expected, not
-    # an error to print
-    server.handle_error = _ignore_request_error
-    context._accumulatorServer = None  # stop() skips its wait
-    try:
-        spark.stop()
-    finally:
-        threading.Thread(target=server.shutdown, name="mybinlog-spark-accumulator-stop", daemon=True).start()
-
-
-def _context(spark: Any) -> Any:
-    """The SparkContext of a SparkSession, or the SparkContext itself."""
-    return getattr(spark, "sparkContext", spark)
 
 
 def _partition_task(job: CopyJob, groups: Iterable[list[Chunk]]) -> Iterator[dict[str, Any]]:

@@ -567,3 +567,50 @@ async def test_ddl_during_snapshot_fails_clearly(
     finally:
         await target.aclose()
     clickhouse_server.execute(f"DROP DATABASE IF EXISTS `{db}`")
+
+
+# --- the driver JVM's class archive --------------------------------------------------------------------------------
+
+_ARCHIVE_SCRIPT = """
+import sys
+from mybinlog.snapshot._spark import _session, _stop_spark_context
+sc, own = _session("local[1]")
+assert own
+print(sc.getConf().get("spark.driver.extraJavaOptions"))
+print(sum(sc.parallelize(range(100), 2).map(lambda x: x * 2).collect()))
+_stop_spark_context(sc)
+sc, own = _session("local[1]")  # after the archive was written: pyspark starts another JVM in this process
+print(sum(sc.parallelize(range(10), 2).collect()))
+_stop_spark_context(sc)
+"""
+
+
+def test_class_archive_is_written_once_then_mapped_by_the_next_jvm(tmp_path: Path) -> None:
+    """The first context the snapshot starts writes the class archive when its JVM exits; it is published only
+    then (complete), and the next command's JVM maps it and runs Spark jobs as before."""
+    _require_spark()
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    for key in ("MYBINLOG_SPARK_JAVA_OPTIONS", "MYBINLOG_SPARK_CLASS_ARCHIVE"):
+        env.pop(key, None)
+    archives = tmp_path / "mybinlog" / "spark-class-archive"
+
+    def run() -> list[str]:
+        proc = subprocess.run(
+            [sys.executable, "-c", _ARCHIVE_SCRIPT], env=env, cwd=REPO, capture_output=True, text=True, timeout=300
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        return proc.stdout.split("\n")
+
+    first = run()
+    assert "-XX:ArchiveClassesAtExit=" in first[0]
+    assert first[1:3] == ["9900", "45"]
+    written = sorted(p.name for p in archives.iterdir())
+    assert len(written) == 1
+    assert written[0].endswith(".jsa")  # no temporary file left
+    assert (archives / written[0]).stat().st_size > 1_000_000
+
+    second = run()
+    assert f"-XX:SharedArchiveFile={archives / written[0]} " in second[0]
+    assert second[1:3] == ["9900", "45"]
+    assert sorted(p.name for p in archives.iterdir()) == written

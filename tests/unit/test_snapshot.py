@@ -10,6 +10,7 @@ import io
 import os
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,7 @@ from mybinlog.snapshot._job import _executor_target_url, _make_spool, _spark_err
 from mybinlog.snapshot._plan import auto_chunk_rows, choose_key
 from mybinlog.snapshot._source import Watermark, normalize_create
 from mybinlog.snapshot._state import ChunkEvent, summarize
+from tests.conftest import skip_or_fail
 
 # --- even ranges ------------------------------------------------------------------------------------------------
 
@@ -493,7 +495,7 @@ class _FakeSession:
 def test_spark_stop_does_not_wait_for_the_accumulator_server(session: bool) -> None:
     """The snapshot stops the Spark it started with the accumulator server taken out of SparkContext.stop()'s
     way (that wait is up to a second of every command) and shut down in a thread of its own."""
-    from mybinlog.snapshot._job import _stop_spark_context
+    from mybinlog.snapshot._spark import _stop_spark_context
 
     server = _FakeAccumulatorServer()
     context = _FakeContext(server)
@@ -505,8 +507,123 @@ def test_spark_stop_does_not_wait_for_the_accumulator_server(session: bool) -> N
 
 
 def test_spark_stop_without_a_known_accumulator_server_is_a_plain_stop() -> None:
-    from mybinlog.snapshot._job import _stop_spark_context
+    from mybinlog.snapshot._spark import _stop_spark_context
 
     context = _FakeContext(None)
     _stop_spark_context(context)
     assert context.stopped_with == [None]
+
+
+# --- the driver JVM's class archive ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def archive_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    try:
+        import pyspark  # noqa: F401 - part of the test extra; the archive's key names its version
+    except ImportError:
+        skip_or_fail("pyspark is not installed: run `bash scripts/setup.sh --test`")
+    from mybinlog.snapshot import _spark
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("MYBINLOG_SPARK_JAVA_OPTIONS", raising=False)
+    monkeypatch.delenv("MYBINLOG_SPARK_CLASS_ARCHIVE", raising=False)
+    monkeypatch.delenv("SPARK_LAUNCHER_OPTS", raising=False)
+    monkeypatch.setattr(_spark, "_class_archive_pending", None)
+    return tmp_path / "mybinlog" / "spark-class-archive"
+
+
+def test_first_local_context_writes_the_class_archive_then_later_ones_map_it(archive_env: Path) -> None:
+    from mybinlog.snapshot import _spark
+
+    options = _spark._spark_settings("local[2]", "x", False, class_archive=True)["spark.driver.extraJavaOptions"]
+    assert options.startswith(_spark.LOCAL_JAVA_OPTIONS)
+    pending = _spark._class_archive_pending
+    assert pending is not None
+    assert pending.writing is not None
+    assert pending.writing.parent == archive_env
+    assert f"-XX:ArchiveClassesAtExit={pending.writing} " in options
+    assert "-Xlog:cds=off" in options  # the dump's warnings stay out of the command's output
+    assert os.environ["SPARK_LAUNCHER_OPTS"] == _spark.LOCAL_JAVA_OPTIONS  # the launcher's JVM writes no archive
+    assert stat.S_IMODE(archive_env.stat().st_mode) == 0o700
+
+    pending.final.write_bytes(b"archive")  # published by an earlier command
+    _spark._class_archive_pending = None
+    options = _spark._spark_settings("local[2]", "x", False, class_archive=True)["spark.driver.extraJavaOptions"]
+    assert f"-XX:SharedArchiveFile={pending.final} " in options
+    assert "ArchiveClassesAtExit" not in options
+    assert _spark._class_archive_pending is None
+
+
+@pytest.mark.parametrize(
+    ("env", "master", "class_archive"),
+    [
+        ({"MYBINLOG_SPARK_CLASS_ARCHIVE": "0"}, "local[2]", True),
+        ({"MYBINLOG_SPARK_JAVA_OPTIONS": "-Xmx1g"}, "local[2]", True),  # the user's options, exactly
+        ({}, "local[2]", False),  # spark_session(): a session the caller stops, whose JVM nobody waits for
+        ({}, "spark://cluster:7077", True),
+        ({}, None, True),  # spark-submit's own settings
+    ],
+)
+def test_no_class_archive(
+    archive_env: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], master: str | None, class_archive: bool
+) -> None:
+    from mybinlog.snapshot import _spark
+
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    settings = _spark._spark_settings(master, "x", False, class_archive=class_archive)
+    options = settings.get("spark.driver.extraJavaOptions", "")
+    assert "Archive" not in options
+    if "MYBINLOG_SPARK_JAVA_OPTIONS" in env:
+        assert options == "-Xmx1g"
+    assert _spark._class_archive_pending is None
+    assert not archive_env.exists() or not any(archive_env.iterdir())
+
+
+def test_stale_temporary_archives_are_removed(archive_env: Path) -> None:
+    from mybinlog.snapshot import _spark
+
+    archive_env.mkdir(parents=True)
+    stale, fresh = archive_env / "k.1.a.tmp", archive_env / "k.2.b.tmp"
+    stale.write_bytes(b"x")
+    fresh.write_bytes(b"x")
+    old = time.time() - 2 * _spark._ARCHIVE_STALE_SECONDS
+    os.utime(stale, (old, old))
+    assert _spark._class_archive() is not None
+    assert not stale.exists()
+    assert fresh.exists()  # maybe still being written by another command's JVM
+
+
+class _FakeProc:
+    def __init__(self, code: int, writes: Path | None) -> None:
+        self.stdin = io.BytesIO()
+        self.code, self.writes = code, writes
+
+    def wait(self, timeout: float | None = None) -> int:
+        assert self.stdin.closed, "the JVM exits when its standard input closes"
+        if self.writes is not None:
+            self.writes.write_bytes(b"archive")
+        return self.code
+
+
+@pytest.mark.parametrize("code", [0, 1])
+def test_the_archive_is_published_only_after_a_clean_jvm_exit(archive_env: Path, code: int) -> None:
+    from mybinlog.snapshot import _spark
+
+    archive_env.mkdir(parents=True)
+    archive = _spark._ClassArchive(archive_env / "k.jsa", archive_env / "k.1.x.tmp")
+    _spark._class_archive_pending = archive
+
+    class Context:
+        _gateway: object = type("Gateway", (), {})()
+        _jvm: object = object()
+
+    Context._gateway.proc = _FakeProc(code, archive.writing)  # type: ignore[attr-defined]
+    _spark._publish_class_archive(Context())
+    assert archive.writing is not None
+    assert not archive.writing.exists()
+    assert archive.final.exists() == (code == 0)  # a JVM that failed may have left half an archive: never mapped
+    assert Context._gateway is None  # pyspark starts a new JVM for the next context
+    assert Context._jvm is None
+    assert _spark._class_archive_pending is None
