@@ -3,6 +3,8 @@
     python -m benchmarks --quick          # every benchmark in quick mode (under 5 minutes on 2 cores)
     python -m benchmarks                  # full size (tens of minutes)
     python -m benchmarks --only decode,fanout --out /tmp/bench.md
+    python -m benchmarks --quick --save /tmp/run.json   # keep the run's documents, then after editing ANALYSIS.md:
+    python -m benchmarks --render /tmp/run.json         # the markdown again, from the same measurements
 
 (``python benchmarks/run.py`` is the same.) A benchmark is any ``benchmarks/<name>.py`` (not starting with ``_``)
 whose source mentions both ``--json`` and ``--quick``: it is run as ``python benchmarks/<name>.py --json
@@ -194,8 +196,11 @@ def render_section(doc: dict[str, Any], quick: bool) -> str:
 
 
 def render(docs: list[dict[str, Any]], args: argparse.Namespace, began: float, load0: list[float],
-           png: str | None) -> str:  # fmt: skip
+           png: str | None, *, generated: str | None = None, load_end: list[float] | None = None) -> str:  # fmt: skip
+    """The markdown. ``generated`` and ``load_end``: those of a saved run rendered again (``--render``)."""
     m = machine()
+    if load_end is not None:
+        m["load_average"] = load_end
     env: dict[str, str] = dict(environment())
     for doc in docs:
         for k, v in (doc.get("environment") or {}).items():
@@ -207,7 +212,7 @@ def render(docs: list[dict[str, Any]], args: argparse.Namespace, began: float, l
             ["mariadb-binlog", "--version"], capture_output=True, text=True, check=False
         ).stdout.strip().split(" for ")[0]
     command = "python -m benchmarks" + (" --quick" if args.quick else "")
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    now = generated or datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "# Benchmarks",
         "",
@@ -307,7 +312,21 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "benchmarks.md", help="markdown to write")
     parser.add_argument("--timeout", type=float, help="seconds per benchmark (default 240 quick, 7200 full)")
     parser.add_argument("--list", action="store_true", help="list the benchmarks found and exit")
+    parser.add_argument("--save", type=Path, help="also write the run's JSON documents here, for --render")
+    parser.add_argument("--render", type=Path, metavar="SAVED",
+                        help="run nothing: write the markdown and chart from a run saved with --save, with the "
+                             "current ANALYSIS.md")  # fmt: skip
     args = parser.parse_args()
+    if args.render:
+        saved = json.loads(args.render.read_text())
+        args.quick = bool(saved["quick"])
+        out, png_path = args.out, args.out.with_suffix(".png")
+        png = png_path.name if write_chart(saved["docs"], png_path) else None
+        text = render(saved["docs"], args, time.monotonic() - float(saved["seconds"]), saved["load_start"], png,
+                      generated=saved["generated"], load_end=saved["load_end"])  # fmt: skip
+        out.write_text(text)
+        print(f"wrote {out} from {args.render}", file=sys.stderr)
+        return 0
     paths = discover()
     if args.list:
         print("\n".join(p.stem for p in paths))
@@ -321,6 +340,12 @@ def main() -> int:
     began = time.monotonic()
     load0 = [round(x, 2) for x in os.getloadavg()]
     docs = [run_one(p, args.quick, timeout) for p in paths]
+    if args.save:
+        args.save.write_text(json.dumps({
+            "quick": args.quick, "seconds": round(time.monotonic() - began, 1), "load_start": load0,
+            "load_end": [round(x, 2) for x in os.getloadavg()],
+            "generated": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "docs": docs,
+        }, indent=1))  # fmt: skip
     out: Path = args.out
     png_path = out.with_suffix(".png")
     png = png_path.name if write_chart(docs, png_path) else None

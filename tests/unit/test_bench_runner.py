@@ -103,3 +103,22 @@ def test_runner_script_lists_benchmarks() -> None:
     out = subprocess.run([sys.executable, "-m", "benchmarks", "--list"], capture_output=True, text=True,
                          check=True, cwd=Path(run.__file__).resolve().parents[1]).stdout.split()  # fmt: skip
     assert out[:3] == ["decode", "fanout", "filtering"]
+
+
+def test_a_saved_run_renders_again_with_its_own_date_and_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--render writes the markdown from a run saved with --save (after ANALYSIS.md changed), not from a new run."""
+    import json
+
+    saved = tmp_path / "run.json"
+    saved.write_text(json.dumps({
+        "quick": True, "seconds": 123.0, "load_start": [0.5, 0.6, 0.7], "load_end": [1.5, 1.6, 1.7],
+        "generated": "2026-01-02 03:04 UTC", "docs": [_doc()],
+    }))  # fmt: skip
+    out = tmp_path / "bench.md"
+    monkeypatch.setattr(run, "run_one", lambda *a, **k: pytest.fail("--render must not run a benchmark"))
+    monkeypatch.setattr(sys, "argv", ["run.py", "--render", str(saved), "--out", str(out)])
+    assert run.main() == 0
+    text = out.read_text()
+    assert "python -m benchmarks --quick` (benchmarks/run.py) on 2026-01-02 03:04 UTC, in 123 s." in text
+    assert "| load average (1, 5, 15 min) at start / end | 0.5, 0.6, 0.7 / 1.5, 1.6, 1.7 |" in text
+    assert "| decode | fast | 21.0 | 20.0 | yes (files 30x) |" in text
