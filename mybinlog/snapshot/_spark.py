@@ -86,7 +86,7 @@ def _class_archive() -> _ClassArchive | None:
         if final.is_file():
             return _ClassArchive(final, None)
         return _ClassArchive(final, directory / f"{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    except (ImportError, OSError) as exc:
+    except (ImportError, OSError, RuntimeError) as exc:  # RuntimeError: Path.home() without a home directory
         logger.debug("no class archive for Spark's JVM: %s", exc)
         return None
 

@@ -627,3 +627,17 @@ def test_the_archive_is_published_only_after_a_clean_jvm_exit(archive_env: Path,
     assert Context._gateway is None  # pyspark starts a new JVM for the next context
     assert Context._jvm is None
     assert _spark._class_archive_pending is None
+
+
+def test_no_home_directory_means_no_class_archive(archive_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mybinlog.snapshot import _spark
+
+    monkeypatch.delenv("XDG_CACHE_HOME")
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    assert _spark._class_archive() is None
+    options = _spark._spark_settings("local[2]", "x", False, class_archive=True)["spark.driver.extraJavaOptions"]
+    assert options == _spark.LOCAL_JAVA_OPTIONS
