@@ -217,7 +217,7 @@ def whole_commands(server: MariaDBServer, work: Path, rows: int, repeat: int) ->
                "--target", f"chdb://{out}", "--master", "local[1]", "--json"]  # fmt: skip
         seconds, _ = _timed(cmd, env)
         shutil.rmtree(out, ignore_errors=True)
-        log(f"warm-up command (writes Spark's class archive {archive.final}, once): {seconds:.2f} s")
+        log(f"warm-up command (writes Spark's class archive in {archive.directory}, once): {seconds:.2f} s")
     for i in range(repeat):
         for name in times:
             out = work / f"whole-{i}-{name.strip(']').replace('[', '')}"

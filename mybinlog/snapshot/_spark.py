@@ -30,17 +30,38 @@ LOCAL_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # A class-data-sharing archive of the classes the driver JVM loads (Spark's, Scala's, the JDK's), written once by
 # the JVM of a snapshot command and mapped by the next ones: their JVM starts about 0.6 s faster and with a third
 # less CPU (classes come parsed and verified). See docs/snapshot.md, "Spark's start-up".
-_ARCHIVE_OPTIONS = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # the dump warns about every class it skips
+# the dump warns about every class it skips; a JVM that crashes (a damaged archive) writes its report to stderr, not
+# into the snapshot's JSON result on stdout
+_ARCHIVE_OPTIONS = "-Xlog:cds=off -Xlog:cds+dynamic=off -XX:+DisplayVMOutputToStderr"
 _ARCHIVE_STALE_SECONDS = 3600.0  # a temporary archive this old was left by a killed command
 
 
 @dataclass(frozen=True)
 class _ClassArchive:
-    """Where the driver JVM's class archive lives (``final``) and, when it is being written by this process's
-    JVM, the temporary file it writes at its exit (published by :func:`_stop_spark_context`)."""
+    """The driver JVM's class archive: the complete one to map (``use``), or the temporary file this process's JVM
+    writes at its exit (``writing``), published by :func:`_stop_spark_context` as ``<key>.<size>.jsa``."""
 
-    final: Path
-    writing: Path | None
+    directory: Path
+    key: str
+    use: Path | None = None
+    writing: Path | None = None
+
+    def published(self, size: int) -> Path:
+        return self.directory / f"{self.key}.{size}.jsa"
+
+
+def _complete_archive(directory: Path, key: str) -> Path | None:
+    """A published archive whose size is the size it was published with (a JVM mapping a cut archive crashes);
+    any other file of this key is deleted."""
+    found = None
+    for path in directory.glob(f"{key}.*.jsa"):
+        size = path.name[len(key) + 1 : -len(".jsa")]
+        with contextlib.suppress(OSError):
+            if found is None and size.isdigit() and path.stat().st_size == int(size):
+                found = path
+            else:
+                path.unlink()
+    return found
 
 
 _class_archive_pending: _ClassArchive | None = None  # the archive this process's JVM writes at its exit
@@ -77,15 +98,15 @@ def _class_archive() -> _ClassArchive | None:
         ).hexdigest()[:20]
         directory = _cache_directory() / "spark-class-archive"
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        final = directory / f"{key}.jsa"
         now = time.time()
         for old in directory.glob("*.tmp"):
             with contextlib.suppress(OSError):
                 if now - old.stat().st_mtime > _ARCHIVE_STALE_SECONDS:
                     old.unlink()
-        if final.is_file():
-            return _ClassArchive(final, None)
-        return _ClassArchive(final, directory / f"{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+        use = _complete_archive(directory, key)
+        if use is not None:
+            return _ClassArchive(directory, key, use=use)
+        return _ClassArchive(directory, key, writing=directory / f"{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     except (ImportError, OSError, RuntimeError) as exc:  # RuntimeError: Path.home() without a home directory
         logger.debug("no class archive for Spark's JVM: %s", exc)
         return None
@@ -112,8 +133,8 @@ def _spark_settings(master: str | None, app_name: str, ui: bool, class_archive: 
             os.environ.setdefault("SPARK_LAUNCHER_OPTS", java_options)
         archive = _class_archive() if class_archive and chosen is None else None
         if archive is not None:
-            if archive.writing is None:
-                java_options += f" -XX:SharedArchiveFile={archive.final} {_ARCHIVE_OPTIONS}"
+            if archive.use is not None:
+                java_options += f" -XX:SharedArchiveFile={archive.use} {_ARCHIVE_OPTIONS}"
             else:
                 java_options += f" -XX:ArchiveClassesAtExit={archive.writing} {_ARCHIVE_OPTIONS}"
                 _class_archive_pending = archive
@@ -136,7 +157,7 @@ def _publish_class_archive(context: Any) -> None:
         with contextlib.suppress(OSError):
             archive.writing.unlink()
         return
-    logger.info("writing Spark's class archive for faster starts (once): %s", archive.final)
+    logger.info("writing Spark's class archive for faster starts (once) in %s", archive.directory)
     try:
         proc.stdin.close()
         code = proc.wait(timeout=120)
@@ -145,8 +166,9 @@ def _publish_class_archive(context: Any) -> None:
         code = None
     type(context)._gateway = None  # the JVM is gone: the next context launches another one
     type(context)._jvm = None
-    if code == 0 and archive.writing.is_file() and archive.writing.stat().st_size > 0:
-        os.replace(archive.writing, archive.final)
+    size = archive.writing.stat().st_size if archive.writing.is_file() else 0
+    if code == 0 and size > 0:
+        os.replace(archive.writing, archive.published(size))
     else:
         with contextlib.suppress(OSError):
             archive.writing.unlink()
@@ -187,10 +209,36 @@ def _session(master: str | None) -> tuple[Any, bool]:
         return active, False
     if SparkContext._active_spark_context is not None:
         return SparkContext._active_spark_context, False
+    settings = _spark_settings(master, "mybinlog-snapshot", False, class_archive=True)
     conf = SparkConf()
-    for key, value in _spark_settings(master, "mybinlog-snapshot", False, class_archive=True).items():
+    for key, value in settings.items():
         conf.set(key, value)
-    return SparkContext.getOrCreate(conf), True
+    options = settings.get("spark.driver.extraJavaOptions", "")
+    if _ARCHIVE_OPTIONS not in options:
+        return SparkContext.getOrCreate(conf), True
+    try:
+        return SparkContext.getOrCreate(conf), True
+    except Exception as exc:  # noqa: BLE001 - pyspark's gateway errors have no common base to import
+        # the class archive is an optimisation: a JVM that rejects its options (another JDK) or crashes mapping it
+        # (a damaged file) must not fail the snapshot; start without it, and drop a damaged archive
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        logger.warning("Spark's JVM did not start with its class archive (%s); starting it without", first[:300])
+        _drop_class_archive(options)
+        conf.set("spark.driver.extraJavaOptions", options.split(" -XX:SharedArchiveFile=")[0].split(
+            " -XX:ArchiveClassesAtExit=")[0])  # fmt: skip
+        return SparkContext.getOrCreate(conf), True
+
+
+def _drop_class_archive(options: str) -> None:
+    """Forget the archive this process's JVM was to write, and delete an archive a JVM failed to start with."""
+    global _class_archive_pending
+    pending, _class_archive_pending = _class_archive_pending, None
+    paths = [pending.writing] if pending is not None and pending.writing is not None else []
+    if "-XX:SharedArchiveFile=" in options:
+        paths.append(Path(options.split("-XX:SharedArchiveFile=", 1)[1].split(" ", 1)[0]))
+    for path in paths:
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def _ignore_request_error(request: Any, client_address: Any) -> None:

@@ -614,3 +614,33 @@ def test_class_archive_is_written_once_then_mapped_by_the_next_jvm(tmp_path: Pat
     assert f"-XX:SharedArchiveFile={archives / written[0]} " in second[0]
     assert second[1:3] == ["9900", "45"]
     assert sorted(p.name for p in archives.iterdir()) == written
+
+    # a cut archive would crash a JVM mapping it (SIGBUS): its size is not the size in its name, so it is deleted
+    # and the next JVM writes a new one
+    archive = archives / written[0]
+    archive.chmod(0o600)
+    with archive.open("r+b") as f:
+        f.truncate(archive.stat().st_size // 2)
+    third = run()
+    assert "-XX:ArchiveClassesAtExit=" in third[0]
+    assert third[1:3] == ["9900", "45"]
+    rewritten = sorted(p.name for p in archives.iterdir())
+    assert len(rewritten) == 1
+    assert (archives / rewritten[0]).stat().st_size == int(rewritten[0].split(".")[1])
+
+
+def test_a_jvm_that_rejects_the_archive_options_starts_without_them(tmp_path: Path) -> None:
+    """Another JDK may not know an option of the class archive: the snapshot's Spark still starts."""
+    _require_spark()
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    for key in ("MYBINLOG_SPARK_JAVA_OPTIONS", "MYBINLOG_SPARK_CLASS_ARCHIVE"):
+        env.pop(key, None)
+    script = "import mybinlog.snapshot._spark as s; s._ARCHIVE_OPTIONS += ' -Xlog:nosuchtag=off'\n" + _ARCHIVE_SCRIPT
+    proc = subprocess.run(
+        [sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split("\n")[-3:] == ["9900", "45", ""]  # (the java launcher's error line may come first)
+    assert "did not start with its class archive" in proc.stderr, proc.stderr[-3000:]
+    leftovers = list((tmp_path / "mybinlog" / "spark-class-archive").glob("*.tmp"))
+    assert not leftovers

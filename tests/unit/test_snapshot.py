@@ -547,10 +547,11 @@ def test_first_local_context_writes_the_class_archive_then_later_ones_map_it(arc
     assert os.environ["SPARK_LAUNCHER_OPTS"] == _spark.LOCAL_JAVA_OPTIONS  # the launcher's JVM writes no archive
     assert stat.S_IMODE(archive_env.stat().st_mode) == 0o700
 
-    pending.final.write_bytes(b"archive")  # published by an earlier command
+    published = pending.published(7)
+    published.write_bytes(b"archive")  # published by an earlier command: 7 bytes, as its name says
     _spark._class_archive_pending = None
     options = _spark._spark_settings("local[2]", "x", False, class_archive=True)["spark.driver.extraJavaOptions"]
-    assert f"-XX:SharedArchiveFile={pending.final} " in options
+    assert f"-XX:SharedArchiveFile={published} " in options
     assert "ArchiveClassesAtExit" not in options
     assert _spark._class_archive_pending is None
 
@@ -612,7 +613,7 @@ def test_the_archive_is_published_only_after_a_clean_jvm_exit(archive_env: Path,
     from mybinlog.snapshot import _spark
 
     archive_env.mkdir(parents=True)
-    archive = _spark._ClassArchive(archive_env / "k.jsa", archive_env / "k.1.x.tmp")
+    archive = _spark._ClassArchive(archive_env, "k", writing=archive_env / "k.1.x.tmp")
     _spark._class_archive_pending = archive
 
     class Context:
@@ -623,7 +624,8 @@ def test_the_archive_is_published_only_after_a_clean_jvm_exit(archive_env: Path,
     _spark._publish_class_archive(Context())
     assert archive.writing is not None
     assert not archive.writing.exists()
-    assert archive.final.exists() == (code == 0)  # a JVM that failed may have left half an archive: never mapped
+    # a JVM that failed may have left half an archive: never mapped; a complete one is named with its size
+    assert sorted(p.name for p in archive_env.iterdir()) == (["k.7.jsa"] if code == 0 else [])
     assert Context._gateway is None  # pyspark starts a new JVM for the next context
     assert Context._jvm is None
     assert _spark._class_archive_pending is None
@@ -641,3 +643,25 @@ def test_no_home_directory_means_no_class_archive(archive_env: Path, monkeypatch
     assert _spark._class_archive() is None
     options = _spark._spark_settings("local[2]", "x", False, class_archive=True)["spark.driver.extraJavaOptions"]
     assert options == _spark.LOCAL_JAVA_OPTIONS
+
+
+def test_an_archive_whose_size_is_not_its_published_size_is_not_mapped(archive_env: Path) -> None:
+    """A JVM mapping a cut archive crashes (SIGBUS): an archive is used only at the size it was published with;
+    others of the same key are deleted, and the JVM writes a new one."""
+    from mybinlog.snapshot import _spark
+
+    first = _spark._class_archive()
+    assert first is not None
+    assert first.writing is not None
+    cut = first.published(1000)
+    cut.write_bytes(b"x" * 500)
+    again = _spark._class_archive()
+    assert again is not None
+    assert again.use is None
+    assert again.writing is not None
+    assert not cut.exists()
+    whole = first.published(3)
+    whole.write_bytes(b"abc")
+    found = _spark._class_archive()
+    assert found is not None
+    assert found.use == whole
