@@ -242,6 +242,10 @@ class Replicator(SchemaChanges):
         self._batch_started: float | None = None
         self._batch_end: BinlogPosition | None = None
         self._replay_until: BinlogPosition | None = None
+        # collapsing: the announced batch being written (its end, its tables, the tables whose insert returned), kept
+        # across a ClickHouse failure within this process so that its replay can be exact (see _prepare_replay)
+        self._landed: tuple[BinlogPosition, frozenset[str], set[str]] | None = None
+        self._replay_skip: frozenset[str] = frozenset()
         self._stop = asyncio.Event()
         self._ddl_dirty = False
         self._binlog: Binlog | None = None
@@ -402,6 +406,7 @@ class Replicator(SchemaChanges):
         self._last_version = self._version_of(cp.position) if cp.position.file else 0
         if cp.pending is not None:
             await self._prepare_replay(cp)
+            self._last_version = self._version_of(cp.position) if cp.position.file else 0
         if self._stop.is_set():
             return
         if self._watch is not None:
@@ -420,6 +425,7 @@ class Replicator(SchemaChanges):
         self._batch_started = None
         self._batch_end = None
         self._replay_until = None
+        self._replay_skip = frozenset()
         self._ddl_dirty = False
 
     async def _close_binlog(self) -> None:
@@ -743,19 +749,41 @@ class Replicator(SchemaChanges):
         assert cp.pending is not None
         if self.settings.engine != "collapsing":
             return  # versions make the replay idempotent
+        landed, self._landed = self._landed, None
         if self.target.capabilities.insert_deduplication_token and cp.pending.server_id == cp.position.server_id:
             self._replay_until = cp.pending  # same batch, same tokens: the server drops what it already has
             return
+        if landed is not None and landed[0] == cp.pending:
+            # ClickHouse failed while this process wrote that batch: it knows which inserts returned. Deleting the
+            # batch's rows and replaying them is not exact once a merge has collapsed some of them with older rows
+            # (a cancel row with the row it cancels): the delete cannot bring the older row back and the replay
+            # adds the cancel row again. So the tables whose insert returned are not written again.
+            _end, tables, done = landed
+            logger.info("%s: the batch ending at %s was written to %s before ClickHouse failed", self.replica,
+                        cp.pending, ", ".join(sorted(done)) or "no table")  # fmt: skip
+            if done >= tables:
+                cp.position, cp.pending = cp.pending, None
+                await self._save(cp)
+                return
+            self._replay_until, self._replay_skip = cp.pending, frozenset(done)  # the rest of the same batch
+            # an insert whose answer was lost may have been written all the same
+            await self._delete_tail(cp, [t for n, t in self._tables.items() if n in tables and n not in done])
+            return
         # no deduplication tokens (old servers): remove the unconfirmed tail, then replay it normally. Rows a snapshot
         # or the initial load wrote at the checkpoint's position carry its version with the low bit set: they stay.
-        floor = snapshot_version(cp.position, cp.version_base)
         logger.info(
             "%s: a batch ending at %s may be partly written: deleting rows with _version > %d before replaying it",
             self.replica,
             cp.pending,
-            floor,
+            snapshot_version(cp.position, cp.version_base),
         )
-        tables = list(self._tables.values())
+        await self._delete_tail(cp, list(self._tables.values()))
+        cp.pending = None
+        await self._save(cp)
+
+    async def _delete_tail(self, cp: Checkpoint, tables: list[_Table]) -> None:
+        """Delete the rows after the checkpoint (``_version`` above its position's) from ``tables``."""
+        floor = snapshot_version(cp.position, cp.version_base)
         for attempt in range(5):
             for table in tables:
                 await self._confirm_lease()
@@ -786,8 +814,6 @@ class Replicator(SchemaChanges):
                 f"{', '.join(t.name for t in tables)} in {self.target.description}; the replay would duplicate rows "
                 "of a collapsing table. Check the table's mutations (system.mutations) and run again"
             )
-        cp.pending = None
-        await self._save(cp)
 
     async def _wait_mutations(self) -> None:
         deadline = time.monotonic() + 300
@@ -1031,6 +1057,12 @@ class Replicator(SchemaChanges):
             await self._save_now(cp)
             if _failpoints.ACTIVE:
                 _failpoints.reached("flush.after_pending")
+        skip, self._replay_skip = self._replay_skip, frozenset()
+        skip = skip if end == self._replay_until else frozenset()  # the rest of a batch partly written before
+        payloads = [p for p in payloads if p[0] not in skip]
+        done: set[str] = set(skip)
+        if collapsing and cp.pending == end:
+            self._landed = (end, frozenset(p[0] for p in payloads) | skip, done)
         written = 0
         for name, ch_table, columns, data, lines in payloads:
             token = None
@@ -1040,6 +1072,7 @@ class Replicator(SchemaChanges):
             if _failpoints.ACTIVE:
                 _failpoints.reached("flush.before_insert")
             await self.target.insert_tsv(ch_table, columns, data, dedup_token=token)
+            done.add(name)
             self._wrote(f"an insert into {ch_table}")
             written += lines
             if _failpoints.ACTIVE:
@@ -1051,6 +1084,7 @@ class Replicator(SchemaChanges):
         cp.pending = None
         cp.version_base = version_base
         await self._save_now(cp)
+        self._landed = None
         self._saves += 1
         self.status.checkpoint_time = time.time()
         count_batch(self.status.rows_by_table, batch, tables)
