@@ -92,6 +92,7 @@ class Checkpoint:
     seq: int = 0  # epoch << 32 | counter (the module docstring); 0: never saved, the next save claims an epoch
     loading: list[str] | None = None  # an unfinished initial load: the tables it may have written
     version_base: int = 0  # added to binlog file numbers in row versions (changes on a failover)
+    written: list[str] = field(default_factory=list)  # tables whose insert of the pending batch returned
 
     @property
     def epoch(self) -> int:
@@ -178,6 +179,7 @@ async def load_checkpoint(
         seq=int(seq or 0),
         loading=None if loading is None else [str(t) for t in loading],
         version_base=int(obj.get("version_base", 0)),
+        written=[str(t) for t in obj.get("written") or []],
     )
 
 
@@ -203,6 +205,7 @@ async def save_checkpoint(
             "stopped": checkpoint.stopped,
             "loading": checkpoint.loading,
             "version_base": checkpoint.version_base,
+            "written": checkpoint.written,
         },
         separators=(",", ":"),
         ensure_ascii=False,

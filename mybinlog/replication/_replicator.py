@@ -753,32 +753,30 @@ class Replicator(SchemaChanges):
         if self.target.capabilities.insert_deduplication_token and cp.pending.server_id == cp.position.server_id:
             self._replay_until = cp.pending  # same batch, same tokens: the server drops what it already has
             return
+        # Deleting the batch's rows and replaying them is not exact once a merge has collapsed a cancel row with the
+        # row it cancels: the replay adds the cancel row again. So the tables whose insert returned (saved in the
+        # checkpoint after each insert, and known to this process when ClickHouse failed while it wrote) are not
+        # written again; the others get the tail delete (an insert whose answer was lost may have been written).
+        done = set(cp.written)
         if landed is not None and landed[0] == cp.pending:
-            # ClickHouse failed while this process wrote that batch: it knows which inserts returned. Deleting the
-            # batch's rows and replaying them is not exact once a merge has collapsed some of them with older rows
-            # (a cancel row with the row it cancels): the delete cannot bring the older row back and the replay
-            # adds the cancel row again. So the tables whose insert returned are not written again.
-            _end, tables, done = landed
-            logger.info("%s: the batch ending at %s was written to %s before ClickHouse failed", self.replica,
-                        cp.pending, ", ".join(sorted(done)) or "no table")  # fmt: skip
-            if done >= tables:
-                cp.position, cp.pending = cp.pending, None
+            done |= landed[2]
+            if landed[2] >= landed[1]:  # every insert returned: only the checkpoint is missing
+                logger.info("%s: the batch ending at %s was written before ClickHouse failed", self.replica, cp.pending)
+                cp.position, cp.pending, cp.written = cp.pending, None, []
                 await self._save(cp)
                 return
+        if cp.pending.server_id == cp.position.server_id:
+            logger.info("%s: replaying the batch ending at %s for the tables other than %s", self.replica, cp.pending,
+                        ", ".join(sorted(done)) or "none")  # fmt: skip
             self._replay_until, self._replay_skip = cp.pending, frozenset(done)  # the rest of the same batch
-            # an insert whose answer was lost may have been written all the same
-            await self._delete_tail(cp, [t for n, t in self._tables.items() if n in tables and n not in done])
+            await self._delete_tail(cp, [t for n, t in self._tables.items() if n not in done])
             return
-        # no deduplication tokens (old servers): remove the unconfirmed tail, then replay it normally. Rows a snapshot
-        # or the initial load wrote at the checkpoint's position carry its version with the low bit set: they stay.
-        logger.info(
-            "%s: a batch ending at %s may be partly written: deleting rows with _version > %d before replaying it",
-            self.replica,
-            cp.pending,
-            snapshot_version(cp.position, cp.version_base),
-        )
+        # the batch came from another server (a failover): remove the unconfirmed tail, then replay normally. Rows a
+        # snapshot or the initial load wrote at the checkpoint's position have its version with the low bit: kept.
+        logger.info("%s: a batch ending at %s may be partly written: deleting rows with _version > %d, replaying it",
+                    self.replica, cp.pending, snapshot_version(cp.position, cp.version_base))  # fmt: skip
         await self._delete_tail(cp, list(self._tables.values()))
-        cp.pending = None
+        cp.pending, cp.written = None, []
         await self._save(cp)
 
     async def _delete_tail(self, cp: Checkpoint, tables: list[_Table]) -> None:
@@ -1074,14 +1072,16 @@ class Replicator(SchemaChanges):
             await self.target.insert_tsv(ch_table, columns, data, dedup_token=token)
             done.add(name)
             self._wrote(f"an insert into {ch_table}")
+            if collapsing and token is None:  # no deduplication: a crash must know which inserts returned
+                cp.written = sorted(done)
+                await self._save_now(cp)
             written += lines
             if _failpoints.ACTIVE:
                 _failpoints.reached("flush.after_table")
         if _failpoints.ACTIVE:
             _failpoints.reached("flush.after_inserts")
         await self._confirm_lease()
-        cp.position = end
-        cp.pending = None
+        cp.position, cp.pending, cp.written = end, None, []
         cp.version_base = version_base
         await self._save_now(cp)
         self._landed = None
