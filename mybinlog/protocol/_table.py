@@ -695,15 +695,7 @@ def _column_code(g: _Gen, col: ColumnInfo, var: str, partial_bit: str | None) ->
         else:
             lines += [f"{var} = buf[pos:pos + n].decode({codec!r})", "pos += n"]
         return lines
-    if t in (
-        ColumnType.BLOB,
-        ColumnType.TINY_BLOB,
-        ColumnType.MEDIUM_BLOB,
-        ColumnType.LONG_BLOB,
-        ColumnType.GEOMETRY,
-        ColumnType.JSON,
-        ColumnType.VECTOR,
-    ):
+    if t in _BLOBS:
         lb = col.meta
         if lb not in (1, 2, 3, 4):
             raise DecodeError(f"column {col.index} ({col.type_name}) has an invalid length size {lb}")
