@@ -139,7 +139,7 @@ def _c_decode_events() -> Callable[..., int] | None:
     if speedups is None:
         return None
     header = (*fields_of_header(), "in_payload")
-    classes = [(TableMapEvent, ("table_id", "table")), (AnnotateRowsEvent, ("query",))]
+    classes = [(TableMapEvent, ("table_id", "table")), (AnnotateRowsEvent, ("_query",))]
     classes += [(ROWS_EVENT_CLASSES[code], _C_ROWS_FIELDS) for code in (23, 24, 25, 30, 31, 32)]
     spec = []
     for cls, own in classes:
@@ -349,8 +349,7 @@ class EventDecoder:
                     elif type_code == 160:  # ANNOTATE_ROWS (MariaDB files: one before every rows event)
                         append(
                             new_annotate(
-                                timestamp, type_code, server_id, size, log_pos, flags, offset, file,
-                                data[19:end].decode("utf-8", "replace"),
+                                timestamp, type_code, server_id, size, log_pos, flags, offset, file, data[19:end],
                             )
                         )  # fmt: skip
                         continue
@@ -733,7 +732,7 @@ class EventDecoder:
         return _new_rows_query(*h, data[20:end].decode("utf-8", "replace"))
 
     def _annotate(self, data: bytes, end: int, h: _Header) -> Event:
-        return _new_annotate(*h, data[19:end].decode("utf-8", "replace"))
+        return _new_annotate(*h, data[19:end])  # decoded when AnnotateRowsEvent.query is read
 
     def _heartbeat(self, data: bytes, end: int, h: _Header) -> Event:
         return _new_heartbeat(*h, data[19:end].decode("utf-8", "replace"), h[4])

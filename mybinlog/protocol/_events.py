@@ -361,9 +361,30 @@ class RowsQueryEvent(Event):
         return self.query
 
 
-@dataclass(slots=True, eq=False, kw_only=True)
+@dataclass(slots=True, eq=False, kw_only=True, init=False, repr=False)
 class AnnotateRowsEvent(Event):
-    query: str
+    """MariaDB's ANNOTATE_ROWS: the text of the statement whose rows events follow (``binlog_annotate_row_events``).
+
+    The decoder keeps the text's bytes; ``query`` decodes them on first access (UTF-8, invalid bytes replaced),
+    so readers that never look at it do not pay for it (on multi-row INSERTs it is often half of the binlog).
+    """
+
+    _query: str | bytes
+
+    def __init__(self, *, query: str | bytes, **header: Any) -> None:
+        Event.__init__(self, **header)
+        self._query = query
+
+    @property
+    def query(self) -> str:
+        q = self._query
+        if type(q) is bytes:
+            q = self._query = q.decode("utf-8", "replace")
+        return q  # type: ignore[return-value]
+
+    def __repr__(self) -> str:
+        fields = [f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(Event)]
+        return f"{type(self).__qualname__}({', '.join(fields)}, query={self.query!r})"
 
     def describe(self) -> str:
         return self.query

@@ -36,6 +36,7 @@ from ._events import (
     XidEvent,
 )
 from ._jsonb import JsonDiff, JsonOpaque
+from ._table import TableMap
 
 __all__ = ["event_to_json", "event_to_text", "events_to_jsonl", "format_time", "json_value"]
 
@@ -250,6 +251,15 @@ def _rows_prefix(table: Any) -> tuple[str, int]:
     return f',{names},"columns":{columns},"rows":[', len(table.columns)
 
 
+def _rows_json(event: Any) -> bytes | None:
+    """For the compiled renderer: the rows of an event whose rows were not decoded, written by the compiled core
+    straight from the row images (``TableMap.render_rows_json``, the same text), or None to write the values."""
+    table = event.table
+    if event._rows is not None or type(table) is not TableMap:
+        return None
+    return table.render_rows_json(event)
+
+
 def _json_rows(event: Any) -> str:
     _, names, columns, _types, fmt = _table_json(event.table)
     rows = ",".join(map(fmt, event.rows))
@@ -421,7 +431,15 @@ def _py_events_to_jsonl(events: Sequence[Event]) -> str:
 def _configure_compiled(module: Any) -> None:
     """Give the compiled renderer the pure-Python helpers it uses for what it does not write itself."""
     module.configure(
-        _json_kind, _head_prefix, _rows_prefix, _table_map_tail, _ENCODE, _py_event_to_json, MISSING, decimal.Decimal
+        _json_kind,
+        _head_prefix,
+        _rows_prefix,
+        _table_map_tail,
+        _ENCODE,
+        _py_event_to_json,
+        MISSING,
+        decimal.Decimal,
+        _rows_json,
     )
 
 

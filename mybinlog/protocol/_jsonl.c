@@ -20,81 +20,9 @@
 #include <stdint.h>
 #include <string.h>
 
-/* -- output buffer ------------------------------------------------------------------------------------------- */
-
-typedef struct {
-    char *data;
-    Py_ssize_t len;
-    Py_ssize_t cap;
-    int surrogates;  /* a lone surrogate was written (as surrogatepass does): the text is not valid UTF-8 */
-} Buf;
-
-static int buf_grow(Buf *b, Py_ssize_t extra) {
-    Py_ssize_t need = b->len + extra;
-    if (need <= b->cap) return 0;
-    Py_ssize_t cap = b->cap ? b->cap : 4096;
-    while (cap < need) {
-        if (cap > PY_SSIZE_T_MAX / 2) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        cap *= 2;
-    }
-    char *p = PyMem_Realloc(b->data, (size_t)cap);
-    if (p == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    b->data = p;
-    b->cap = cap;
-    return 0;
-}
-
-#define BUF_RESERVE(b, n) (((b)->len + (Py_ssize_t)(n) <= (b)->cap) ? 0 : buf_grow((b), (Py_ssize_t)(n)))
-
-static inline int buf_put(Buf *b, const char *s, Py_ssize_t n) {
-    if (BUF_RESERVE(b, n) < 0) return -1;
-    memcpy(b->data + b->len, s, (size_t)n);
-    b->len += n;
-    return 0;
-}
-
-#define BUF_LIT(b, s) buf_put((b), (s), (Py_ssize_t)(sizeof(s) - 1))
-
-static inline int buf_byte(Buf *b, char c) {
-    if (BUF_RESERVE(b, 1) < 0) return -1;
-    b->data[b->len++] = c;
-    return 0;
-}
-
-static int buf_ll(Buf *b, long long v) {
-    char tmp[24];
-    char *end = tmp + sizeof(tmp), *p = end;
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        *--p = (char)('0' + (int)(u % 10));
-        u /= 10;
-    } while (u);
-    if (v < 0) *--p = '-';
-    return buf_put(b, p, end - p);
-}
-
-/* zero-padded decimal of at least `width` digits (v >= 0) */
-static int buf_pad(Buf *b, long long v, int width) {
-    char tmp[24];
-    char *end = tmp + sizeof(tmp), *p = end;
-    unsigned long long u = (unsigned long long)v;
-    do {
-        *--p = (char)('0' + (int)(u % 10));
-        u /= 10;
-    } while (u);
-    while (end - p < width) *--p = '0';
-    return buf_put(b, p, end - p);
-}
+#include "_jsonbuf.h"
 
 /* -- str to UTF-8, escaped as json.encoder.encode_basestring (ensure_ascii=False) does, or raw --------------- */
-
-static const char HEX[] = "0123456789abcdef";
 
 static inline char *put_cp(char *p, Py_UCS4 c) {
     if (c < 0x80) {
@@ -113,79 +41,6 @@ static inline char *put_cp(char *p, Py_UCS4 c) {
         *p++ = (char)(0x80 | (c & 0x3F));
     }
     return p;
-}
-
-static inline char *put_escaped_ascii(char *p, Py_UCS4 c) {
-    switch (c) {
-        case '"': *p++ = '\\'; *p++ = '"'; break;
-        case '\\': *p++ = '\\'; *p++ = '\\'; break;
-        case '\n': *p++ = '\\'; *p++ = 'n'; break;
-        case '\r': *p++ = '\\'; *p++ = 'r'; break;
-        case '\t': *p++ = '\\'; *p++ = 't'; break;
-        case '\b': *p++ = '\\'; *p++ = 'b'; break;
-        case '\f': *p++ = '\\'; *p++ = 'f'; break;
-        default:
-            *p++ = '\\'; *p++ = 'u'; *p++ = '0'; *p++ = '0';
-            *p++ = HEX[(c >> 4) & 0xF];
-            *p++ = HEX[c & 0xF];
-    }
-    return p;
-}
-
-#define NEEDS_ESCAPE(c) ((c) < 0x20 || (c) == '"' || (c) == '\\')
-
-/* 8 bytes at once: is any of them below 0x20, '"' or '\\'? (exact for any bytes, UTF-8 lead and continuation
-   bytes included: the ~w terms keep bytes >= 0x80 out) */
-#define ONES 0x0101010101010101ULL
-#define HIGHS 0x8080808080808080ULL
-static inline uint64_t escape_hit(uint64_t w) {
-    uint64_t q = w ^ 0x2222222222222222ULL, bs = w ^ 0x5C5C5C5C5C5C5C5CULL;
-    return (((w - 0x20 * ONES) & ~w) | ((q - ONES) & ~q) | ((bs - ONES) & ~bs)) & HIGHS;
-}
-
-/* append the UTF-8 (or ASCII) text src[0:n] as a JSON string literal, escaped as json's encode_basestring
-   (ensure_ascii=False) does: only characters below 0x20, '"' and '\\' are escaped */
-static int buf_quoted_utf8(Buf *b, const unsigned char *src, Py_ssize_t n) {
-    if (n > (PY_SSIZE_T_MAX - 2) / 6) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    /* room for the worst case (every character as \u00XX) when that is small; otherwise for the plain text
-       first, and for the worst case of the rest at the first escape */
-    Py_ssize_t room = n <= (1 << 16) ? 6 * n + 2 : n + 2;
-    if (BUF_RESERVE(b, room) < 0) return -1;
-    int roomy = room > n + 2;
-    char *p = b->data + b->len;
-    *p++ = '"';
-    Py_ssize_t i = 0;
-    while (i < n) {
-        while (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, src + i, 8);
-            if (escape_hit(w)) break;
-            memcpy(p, &w, 8);
-            p += 8;
-            i += 8;
-        }
-        Py_ssize_t stop = i + 8 < n ? i + 8 : n;
-        for (; i < stop; i++) {
-            unsigned char c = src[i];
-            if (!NEEDS_ESCAPE(c)) {
-                *p++ = (char)c;
-                continue;
-            }
-            if (!roomy) {
-                b->len = p - b->data;
-                if (BUF_RESERVE(b, 6 * (n - i) + 1) < 0) return -1;
-                p = b->data + b->len;
-                roomy = 1;
-            }
-            p = put_escaped_ascii(p, c);
-        }
-    }
-    *p++ = '"';
-    b->len = p - b->data;
-    return 0;
 }
 
 /* at or above this many characters, a non-ASCII str is encoded by CPython's UTF-8 encoder and then escaped as
@@ -246,17 +101,18 @@ static PyObject *encode_value;    /* value -> its JSON text (the pure-Python ren
 static PyObject *event_fallback;  /* event -> its JSON line (the pure-Python event_to_json) */
 static PyObject *missing;         /* mybinlog's MISSING */
 static PyObject *decimal_type;    /* decimal.Decimal */
+static PyObject *rows_json;       /* event -> its rows' JSON (bytes) rendered from the row images, or None */
 static PyObject *kind_cache;      /* dict: event class -> kind */
 
 enum { KIND_ROWS = 0, KIND_UPDATE = 1, KIND_TABLE_MAP = 2, KIND_QUERY = 3, KIND_XID = 4, KIND_OTHER = 5 };
 
 enum {
     A_TYPE_CODE, A_FILE, A_OFFSET, A_LOG_POS, A_TIMESTAMP, A_SERVER_ID, A_SIZE, A_FLAGS, A_IN_PAYLOAD, A_TABLE,
-    A_ROWS, A_QUERY, A_XID, A_TABLE_ID, N_ATTRS
+    A_ROWS, A_QUERY, A_XID, A_TABLE_ID, A_QUERY_RAW, N_ATTRS
 };
 static const char *const attr_text[N_ATTRS] = {
     "type_code", "file", "offset", "log_pos", "timestamp", "server_id", "size", "flags", "in_payload", "table",
-    "rows", "query", "xid", "table_id",
+    "rows", "query", "xid", "table_id", "_query",
 };
 static PyObject *attr_names[N_ATTRS];
 
@@ -329,18 +185,7 @@ static int has_surrogate(PyObject *bytes) {
 #define GIVE_UP 1  /* a value inside a JSON document this code does not write: the whole value goes to Python */
 #define MAX_DEPTH 32
 
-static int put_float(Buf *b, PyObject *v) {
-    double x = PyFloat_AS_DOUBLE(v);
-    if (!isfinite(x)) {
-        if (isnan(x)) return BUF_LIT(b, "NaN");
-        return x > 0 ? BUF_LIT(b, "Infinity") : BUF_LIT(b, "-Infinity");
-    }
-    char *s = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
-    if (s == NULL) return -1;
-    int rc = buf_put(b, s, (Py_ssize_t)strlen(s));
-    PyMem_Free(s);
-    return rc;
-}
+static int put_float(Buf *b, PyObject *v) { return buf_double(b, PyFloat_AS_DOUBLE(v)); }
 
 static int put_int(Buf *b, PyObject *v) {
     int overflow = 0;
@@ -354,11 +199,6 @@ static int put_int(Buf *b, PyObject *v) {
     int rc = buf_str(b, s, 0);
     Py_DECREF(s);
     return rc;
-}
-
-static int put_date_part(Buf *b, int y, int m, int d) {
-    if (buf_pad(b, y, 4) < 0 || buf_byte(b, '-') < 0 || buf_pad(b, m, 2) < 0 || buf_byte(b, '-') < 0) return -1;
-    return buf_pad(b, d, 2);
 }
 
 /* value -> JSON; returns 0, -1 (error), or GIVE_UP (only when depth > 0) */
@@ -421,60 +261,25 @@ static int put_value(Buf *b, PyObject *v, int depth) {
     if (PyDateTime_CheckExact(v)) {
         PyObject *tz = PyDateTime_DATE_GET_TZINFO(v);
         if (tz != Py_None && tz != PyDateTime_TimeZone_UTC) goto python;
-        if (buf_byte(b, '"') < 0 ||
-            put_date_part(b, PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v)) < 0 ||
-            buf_byte(b, 'T') < 0 || buf_pad(b, PyDateTime_DATE_GET_HOUR(v), 2) < 0 || buf_byte(b, ':') < 0 ||
-            buf_pad(b, PyDateTime_DATE_GET_MINUTE(v), 2) < 0 || buf_byte(b, ':') < 0 ||
-            buf_pad(b, PyDateTime_DATE_GET_SECOND(v), 2) < 0)
-            return -1;
-        int us = PyDateTime_DATE_GET_MICROSECOND(v);
-        if (us && (buf_byte(b, '.') < 0 || buf_pad(b, us, 6) < 0)) return -1;
-        if (tz == PyDateTime_TimeZone_UTC && BUF_LIT(b, "+00:00") < 0) return -1;
-        return buf_byte(b, '"');
+        return buf_datetime(b, PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v),
+                            PyDateTime_DATE_GET_HOUR(v), PyDateTime_DATE_GET_MINUTE(v), PyDateTime_DATE_GET_SECOND(v),
+                            PyDateTime_DATE_GET_MICROSECOND(v), tz == PyDateTime_TimeZone_UTC);
     }
     if (PyDate_CheckExact(v)) {
-        if (buf_byte(b, '"') < 0 ||
-            put_date_part(b, PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v)) < 0)
-            return -1;
-        return buf_byte(b, '"');
+        return buf_byte(b, '"') < 0 ||
+                       buf_date(b, PyDateTime_GET_YEAR(v), PyDateTime_GET_MONTH(v), PyDateTime_GET_DAY(v)) < 0
+                   ? -1
+                   : buf_byte(b, '"');
     }
     if (v == Py_True) return BUF_LIT(b, "true");
     if (v == Py_False) return BUF_LIT(b, "false");
     if (PyDelta_CheckExact(v)) {
         long long days = PyDateTime_DELTA_GET_DAYS(v);
         if (days > 100000000LL || days < -100000000LL) goto python;
-        long long total = days * 86400000000LL + (long long)PyDateTime_DELTA_GET_SECONDS(v) * 1000000LL +
-                          PyDateTime_DELTA_GET_MICROSECONDS(v);
-        if (buf_byte(b, '"') < 0) return -1;
-        if (total < 0) {
-            total = -total;
-            if (buf_byte(b, '-') < 0) return -1;
-        }
-        long long us = total % 1000000LL, secs = total / 1000000LL;
-        if (buf_pad(b, secs / 3600, 2) < 0 || buf_byte(b, ':') < 0 || buf_pad(b, (secs / 60) % 60, 2) < 0 ||
-            buf_byte(b, ':') < 0 || buf_pad(b, secs % 60, 2) < 0)
-            return -1;
-        if (us && (buf_byte(b, '.') < 0 || buf_pad(b, us, 6) < 0)) return -1;
-        return buf_byte(b, '"');
+        return buf_duration(b, days * 86400000000LL + (long long)PyDateTime_DELTA_GET_SECONDS(v) * 1000000LL +
+                                   PyDateTime_DELTA_GET_MICROSECONDS(v));
     }
-    if (t == &PyBytes_Type) {
-        Py_ssize_t n = PyBytes_GET_SIZE(v);
-        if (n > (PY_SSIZE_T_MAX - 2) / 2) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        if (BUF_RESERVE(b, 2 * n + 2) < 0) return -1;
-        const unsigned char *src = (const unsigned char *)PyBytes_AS_STRING(v);
-        char *p = b->data + b->len;
-        *p++ = '"';
-        for (Py_ssize_t i = 0; i < n; i++) {
-            *p++ = HEX[src[i] >> 4];
-            *p++ = HEX[src[i] & 0xF];
-        }
-        *p++ = '"';
-        b->len = p - b->data;
-        return 0;
-    }
+    if (t == &PyBytes_Type) return buf_hex(b, (const unsigned char *)PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v), 0);
     if (v == missing) return BUF_LIT(b, "{\"$missing\":true}");
     if (PyDict_CheckExact(v) || PyList_CheckExact(v) || PyTuple_CheckExact(v)) {
         if (depth > 0) return put_container(b, v, depth);
@@ -696,6 +501,18 @@ static int put_rows_event(Buf *b, PyObject *event, const ClassInfo *info, int up
     Py_ssize_t ncols = e->ncols;
     b->surrogates |= e->surrogates;
     Py_INCREF(prefix);
+    /* rows not decoded yet: the compiled core writes them straight from the row images when it can */
+    PyObject *direct = PyObject_CallOneArg(rows_json, event);
+    if (direct == NULL || PyBytes_Check(direct)) {
+        int rc = direct == NULL || buf_put(b, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix)) < 0 ||
+                         buf_put(b, PyBytes_AS_STRING(direct), PyBytes_GET_SIZE(direct)) < 0
+                     ? -1
+                     : BUF_LIT(b, "]}");
+        Py_XDECREF(direct);
+        Py_DECREF(prefix);
+        return rc;
+    }
+    Py_DECREF(direct);
     PyObject *rows = get_attr(event, info, A_ROWS);
     int rc = 0;
     if (rows == NULL) {
@@ -793,6 +610,16 @@ static int put_event(Buf *b, PyObject *event) {
         case KIND_TABLE_MAP:
             return put_table_map(b, event, info);
         case KIND_QUERY: {
+            if (info->offset[A_QUERY_RAW] >= 0) {  /* AnnotateRowsEvent: the text's bytes when still undecoded */
+                PyObject *raw = *(PyObject **)((char *)event + info->offset[A_QUERY_RAW]);
+                if (raw != NULL && PyBytes_CheckExact(raw)) {  /* valid UTF-8: the text `query` decodes to */
+                    Py_ssize_t start = b->len;
+                    if (BUF_LIT(b, ",\"query\":") < 0) return -1;
+                    rc = buf_quoted_checked(b, (const unsigned char *)PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw));
+                    if (rc != 1) return rc ? rc : buf_byte(b, '}');
+                    b->len = start;  /* not UTF-8: `query` replaces the invalid bytes */
+                }
+            }
             PyObject *q = get_attr(event, info, A_QUERY);
             if (q == NULL) return -1;
             if (!PyUnicode_Check(q)) {
@@ -917,15 +744,15 @@ static PyObject *py_value_to_json(PyObject *self, PyObject *value) {
 }
 
 static PyObject *py_configure(PyObject *self, PyObject *args) {
-    PyObject *a[8];
-    if (!PyArg_UnpackTuple(args, "configure", 8, 8, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &a[7]))
+    PyObject *a[9];
+    if (!PyArg_UnpackTuple(args, "configure", 9, 9, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &a[7], &a[8]))
         return NULL;
     PyObject *d = PyDict_New();
     if (d == NULL) return NULL;
     clear_caches();
-    PyObject **slots[8] = {&json_kind, &head_prefix, &rows_prefix, &table_map_tail,
-                           &encode_value, &event_fallback, &missing, &decimal_type};
-    for (int i = 0; i < 8; i++) {
+    PyObject **slots[9] = {&json_kind,      &head_prefix, &rows_prefix,  &table_map_tail, &encode_value,
+                           &event_fallback, &missing,     &decimal_type, &rows_json};
+    for (int i = 0; i < 9; i++) {
         Py_INCREF(a[i]);
         Py_XSETREF(*slots[i], a[i]);
     }
@@ -942,7 +769,7 @@ static PyObject *py_clear_caches(PyObject *self, PyObject *unused) {
 static PyMethodDef methods[] = {
     {"configure", py_configure, METH_VARARGS,
      "configure(json_kind, head_prefix, rows_prefix, table_map_tail, encode_value, event_fallback, missing, "
-     "decimal_type): the Python helpers (called once by mybinlog.protocol._format)"},
+     "decimal_type, rows_json): the Python helpers (called once by mybinlog.protocol._format)"},
     {"event_to_json", py_event_to_json, METH_O, "event_to_json(event) -> str: one JSON Lines record"},
     {"events_to_jsonl", py_events_to_jsonl, METH_O,
      "events_to_jsonl(events) -> str: the records of a sequence of events, each followed by a newline"},

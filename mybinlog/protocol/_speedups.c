@@ -23,6 +23,8 @@
 #include <string.h>
 #include <structmember.h>
 
+#include "_jsonbuf.h"
+
 static PyObject *Decimal = NULL;   /* decimal.Decimal */
 static PyObject *UTC = NULL;       /* datetime.timezone.utc */
 
@@ -64,6 +66,7 @@ typedef struct {
 typedef struct {
     Py_ssize_t nops;
     Py_ssize_t null_bytes;
+    int ordered;  /* the ops' slots ascend (render_json writes the columns in slot order) */
     Op *ops;
 } Image;
 
@@ -104,6 +107,7 @@ parse_image(PyObject *ops_seq, Image *img, Py_ssize_t ncols)
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
     img->nops = n;
     img->null_bytes = (n + 7) >> 3;
+    img->ordered = 1;
     img->ops = PyMem_Calloc(n ? n : 1, sizeof(Op));
     if (img->ops == NULL) {
         Py_DECREF(fast);
@@ -119,6 +123,8 @@ parse_image(PyObject *ops_seq, Image *img, Py_ssize_t ncols)
             Py_DECREF(fast);
             return -1;
         }
+        if (i && op->slot <= img->ops[i - 1].slot)
+            img->ordered = 0;
         if (op->slot < 0 || op->slot >= ncols || op->kind < OP_INT || op->kind > OP_SET) {
             PyErr_SetString(PyExc_ValueError, "bad row program op");
             Py_DECREF(fast);
@@ -155,11 +161,20 @@ parse_image(PyObject *ops_seq, Image *img, Py_ssize_t ncols)
                 return -1;
             }
             op->dec_fields = (int)nf;
+            int total_digits = 0;
             for (Py_ssize_t k = 0; k < nf; k++) {
                 if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(ff, k), "iiI", &op->dec_bytes[k], &op->dec_digits[k],
                                       &op->dec_limit[k])) {
                     Py_DECREF(ff);
                     Py_DECREF(fast);
+                    return -1;
+                }
+                total_digits += op->dec_digits[k];
+                if (op->dec_bytes[k] < 1 || op->dec_bytes[k] > 4 || op->dec_digits[k] < 0 || op->dec_digits[k] > 9 ||
+                    total_digits > 96 || op->scale < 0 || op->scale > 99) {
+                    Py_DECREF(ff);
+                    Py_DECREF(fast);
+                    PyErr_SetString(PyExc_ValueError, "bad decimal layout");
                     return -1;
                 }
             }
@@ -270,7 +285,6 @@ call_fallback(Op *op, PyObject *buf, Py_ssize_t *pos, Py_ssize_t end)
 /* strict UTF-8 -> str in two passes (validate and measure, then write the code points at the right width);
  * NULL without an error set for anything it does not accept (invalid, overlong, surrogates, > U+10FFFF), so that
  * the caller hands those bytes to CPython's decoder, which raises its exact error */
-#define UTF8_LONG 32
 
 /* CPython's strict decoder, with utf8_fast's contract: NULL and no error set when the bytes are not valid UTF-8 */
 static PyObject *
@@ -285,58 +299,13 @@ utf8_cpython(const unsigned char *s, Py_ssize_t n)
 static PyObject *
 utf8_fast(const unsigned char *s, Py_ssize_t n)
 {
-    Py_ssize_t i = 0, nchars = 0;
-    Py_UCS4 maxc = 0;
-    while (i < n) {
-        if (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (!(w & 0x8080808080808080ULL)) {
-                i += 8;
-                nchars += 8;
-                continue;
-            }
-        }
-        unsigned c = s[i];
-        Py_UCS4 cp;
-        if (c < 0x80) {
-            i++;
-            nchars++;
-            continue;
-        }
-        if (n >= UTF8_LONG) /* long non-ASCII text: CPython's decoder is the faster one */
-            return utf8_cpython(s, n);
-        if (c < 0xC2)
-            return NULL;
-        else if (c < 0xE0) {
-            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80)
-                return NULL;
-            cp = (c & 0x1F) << 6 | (s[i + 1] & 0x3F);
-            i += 2;
-        }
-        else if (c < 0xF0) {
-            if (i + 2 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80)
-                return NULL;
-            if ((c == 0xE0 && s[i + 1] < 0xA0) || (c == 0xED && s[i + 1] >= 0xA0))
-                return NULL; /* overlong, or a surrogate */
-            cp = (c & 0x0F) << 12 | (Py_UCS4)(s[i + 1] & 0x3F) << 6 | (s[i + 2] & 0x3F);
-            i += 3;
-        }
-        else if (c < 0xF5) {
-            if (i + 3 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
-                return NULL;
-            if ((c == 0xF0 && s[i + 1] < 0x90) || (c == 0xF4 && s[i + 1] >= 0x90))
-                return NULL; /* overlong, or past U+10FFFF */
-            cp = (c & 0x07) << 18 | (Py_UCS4)(s[i + 1] & 0x3F) << 12 | (Py_UCS4)(s[i + 2] & 0x3F) << 6 |
-                 (s[i + 3] & 0x3F);
-            i += 4;
-        }
-        else
-            return NULL;
-        if (cp > maxc)
-            maxc = cp;
-        nchars++;
-    }
+    Py_ssize_t nchars, i;
+    Py_UCS4 maxc;
+    int valid = utf8_scan(s, n, 1, &nchars, &maxc);
+    if (valid == 2)
+        return utf8_cpython(s, n);
+    if (!valid)
+        return NULL;
     PyObject *u = PyUnicode_New(nchars, maxc < 0x80 ? 0x7F : maxc);
     if (u == NULL)
         return NULL;
@@ -347,8 +316,7 @@ utf8_fast(const unsigned char *s, Py_ssize_t n)
     int kind = PyUnicode_KIND(u);
     void *data = PyUnicode_DATA(u);
     Py_ssize_t k = 0;
-    i = 0;
-    while (i < n) {
+    for (i = 0; i < n;) {
         if (i + 8 <= n) { /* a run of 8 ASCII bytes: widened without decoding */
             uint64_t w;
             memcpy(&w, s + i, 8);
@@ -429,13 +397,14 @@ decode_text(int mode, PyObject *codec, const char *p, Py_ssize_t n)
     }
 }
 
-static PyObject *
-decode_decimal(Op *op, const unsigned char *p)
+/* a DECIMAL's coefficient: its digits without leading zeros (at least one) in digits[], their count returned, the
+ * sign in *negative (never for zero); -1 when a field is out of range (the value function raises) */
+static int
+decimal_digits(Op *op, const unsigned char *p, char *digits, int *negative)
 {
     unsigned int vals[16];
-    int negative = !(p[0] & 0x80);
+    int neg = !(p[0] & 0x80);
     const unsigned char *q = p;
-    char digits[96];
     int nd = 0;
     for (int k = 0; k < op->dec_fields; k++) {
         int nb = op->dec_bytes[k];
@@ -443,12 +412,12 @@ decode_decimal(Op *op, const unsigned char *p)
         unsigned int all = nb == 4 ? 0xFFFFFFFFu : ((1u << (8 * nb)) - 1);
         if (k == 0)
             v ^= 1u << (8 * nb - 1); /* the flipped sign bit */
-        if (negative)
+        if (neg)
             v ^= all;
-        if (k == 0 && negative)
+        if (k == 0 && neg)
             v &= all >> 1; /* after inversion the sign bit is set again: clear it */
         if (v >= op->dec_limit[k])
-            return NULL; /* out of range: the value function raises */
+            return -1;
         vals[k] = v;
         q += nb;
     }
@@ -468,13 +437,24 @@ decode_decimal(Op *op, const unsigned char *p)
         digits[0] = '0';
         nd = 1;
     }
-    int zero = nd - start == 1 && digits[start] == '0';
+    nd -= start;
+    memmove(digits, digits + start, nd);
+    *negative = neg && !(nd == 1 && digits[0] == '0');
+    return nd;
+}
+
+static PyObject *
+decode_decimal(Op *op, const unsigned char *p)
+{
     char text[128];
-    int len = 0;
-    if (negative && !zero)
+    int negative, len = 0;
+    int nd = decimal_digits(op, p, text + 1, &negative);
+    if (nd < 0)
+        return NULL; /* out of range: the value function raises */
+    if (negative)
         text[len++] = '-';
-    memcpy(text + len, digits + start, nd - start);
-    len += nd - start;
+    memmove(text + len, text + 1, nd);
+    len += nd;
     if (op->scale) {
         text[len++] = 'E';
         text[len++] = '-';
@@ -827,9 +807,364 @@ give_up:
     Py_RETURN_NONE;
 }
 
+/* -- rows as JSON text, straight from the row images (dump --format jsonl) ------------------------------------
+ * render_json() writes what the JSON Lines renderer writes for the rows that decode() would give, without
+ * building them: the same text byte for byte, or None whenever a value is anything but plain (a value that
+ * decode() hands to its Python value function, text that is not UTF-8 or needs a codec, SET members, MySQL's
+ * binary JSON, a damaged image). The renderer then decodes the rows and writes them from the values. */
+
+#define RENDER_GIVE_UP 1
+
+static int
+days_in_month(int y, int m)
+{
+    static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (m == 2 && (y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)))
+        return 29;
+    return days[m - 1];
+}
+
+/* the date/datetime constructors' checks: a value they refuse goes to the column's value function */
+static int
+valid_date(int y, int m, int d)
+{
+    return y >= 1 && y <= 9999 && m >= 1 && m <= 12 && d >= 1 && d <= days_in_month(y, m);
+}
+
+static int
+render_text(Buf *b, int mode, const unsigned char *s, Py_ssize_t n, Py_ssize_t pad)
+{
+    int rc;
+    switch (mode) {
+    case TEXT_UTF8: /* buf_quoted_checked: 1 (nothing written) when the text is not UTF-8 */
+        return buf_quoted_checked(b, s, n);
+    case TEXT_UTF8_OR_BYTES:
+        rc = buf_quoted_checked(b, s, n);
+        return rc == 1 ? buf_hex(b, s, n, 0) : rc;
+    case TEXT_BYTES:
+        return buf_hex(b, s, n, pad);
+    default: /* another codec, or a value function (binary JSON, VECTOR) */
+        return RENDER_GIVE_UP;
+    }
+}
+
+/* str(Decimal) of the value decode_decimal() builds, quoted: plain notation, or scientific when the exponent
+ * is small (Decimal's to-scientific-string rule) */
+static int
+render_decimal(Buf *b, Op *op, const unsigned char *p)
+{
+    char digits[128];
+    int negative;
+    int nd = decimal_digits(op, p, digits, &negative);
+    if (nd < 0)
+        return RENDER_GIVE_UP;
+    int exponent = -op->scale;
+    int leftdigits = exponent + nd;
+    int dotplace = leftdigits > -6 ? leftdigits : 1; /* exponent <= 0 always */
+    if (BUF_RESERVE(b, nd - exponent + 16) < 0)
+        return -1;
+    char *q = b->data + b->len;
+    *q++ = '"';
+    if (negative)
+        *q++ = '-';
+    if (dotplace <= 0) {
+        *q++ = '0';
+        *q++ = '.';
+        memset(q, '0', (size_t)-dotplace);
+        q += -dotplace;
+        memcpy(q, digits, (size_t)nd);
+        q += nd;
+    }
+    else if (dotplace >= nd) {
+        memcpy(q, digits, (size_t)nd);
+        q += nd;
+        memset(q, '0', (size_t)(dotplace - nd));
+        q += dotplace - nd;
+    }
+    else {
+        memcpy(q, digits, (size_t)dotplace);
+        q += dotplace;
+        *q++ = '.';
+        memcpy(q, digits + dotplace, (size_t)(nd - dotplace));
+        q += nd - dotplace;
+    }
+    b->len = q - b->data;
+    if (leftdigits != dotplace) {
+        int e = leftdigits - dotplace;
+        if (buf_byte(b, 'E') < 0 || buf_byte(b, e < 0 ? '-' : '+') < 0 || buf_ll(b, e < 0 ? -e : e) < 0)
+            return -1;
+    }
+    return buf_byte(b, '"');
+}
+
+#define RNEED(n)                     \
+    do {                             \
+        if (pos + (n) > end)         \
+            return RENDER_GIVE_UP;   \
+    } while (0)
+
+static int
+render_value(Buf *b, Op *op, const unsigned char *data, Py_ssize_t *ppos, Py_ssize_t end)
+{
+    Py_ssize_t pos = *ppos;
+    const unsigned char *p = data + pos;
+    int rc;
+    switch (op->kind) {
+    case OP_INT: {
+        RNEED(op->a);
+        unsigned long long u = read_le(p, op->a);
+        int bits = op->a * 8;
+        rc = buf_ll(b, bits == 64 ? (long long)u : (long long)(u ^ (1ULL << (bits - 1))) - (1LL << (bits - 1)));
+        pos += op->a;
+        break;
+    }
+    case OP_UINT:
+        RNEED(op->a);
+        rc = buf_ull(b, read_le(p, op->a));
+        pos += op->a;
+        break;
+    case OP_FLOAT:
+    case OP_DOUBLE: {
+        int size = op->kind == OP_FLOAT ? 4 : 8;
+        RNEED(size);
+        double d = size == 4 ? PyFloat_Unpack4((const char *)p, 1) : PyFloat_Unpack8((const char *)p, 1);
+        if (d == -1.0 && PyErr_Occurred())
+            return -1;
+        rc = buf_double(b, d);
+        pos += size;
+        break;
+    }
+    case OP_YEAR:
+        RNEED(1);
+        rc = buf_ll(b, p[0] ? 1900 + p[0] : 0);
+        pos += 1;
+        break;
+    case OP_DECIMAL:
+        RNEED(op->dec_size);
+        rc = render_decimal(b, op, p);
+        pos += op->dec_size;
+        break;
+    case OP_DATETIME2: {
+        int size = 5 + op->a;
+        RNEED(size);
+        unsigned int th = p[0];
+        unsigned long long tl = read_be(p + 1, 4);
+        unsigned long long frac = op->a ? read_be(p + 5, op->a) * (unsigned)op->b : 0;
+        if (th < 128)
+            return RENDER_GIVE_UP;
+        long long ym = ((long long)(th - 128) << 10) | (long long)(tl >> 22);
+        unsigned long long hms = tl & 0x1FFFF;
+        int year = (int)(ym / 13), month = (int)(ym % 13), day = (int)(tl >> 17 & 31);
+        int hour = (int)(hms >> 12), minute = (int)(hms >> 6 & 63), second = (int)(hms & 63);
+        if (!valid_date(year, month, day) || frac >= 1000000 || hour > 23 || minute > 59 || second > 59)
+            return RENDER_GIVE_UP;
+        rc = buf_datetime(b, year, month, day, hour, minute, second, (int)frac, 0);
+        pos += size;
+        break;
+    }
+    case OP_TIMESTAMP2: {
+        int size = 4 + op->a;
+        RNEED(size);
+        unsigned long long secs = read_be(p, 4);
+        if (!secs)
+            return RENDER_GIVE_UP;
+        unsigned long long usec = op->a ? read_be(p + 4, op->a) * (unsigned)op->b : 0;
+        secs += usec / 1000000;
+        usec %= 1000000;
+        int y, m, d;
+        civil_from_days((long long)(secs / 86400), &y, &m, &d);
+        unsigned long long rem = secs % 86400;
+        rc = buf_datetime(b, y, m, d, (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (int)usec, 1);
+        pos += size;
+        break;
+    }
+    case OP_DATE: {
+        RNEED(3);
+        unsigned int x = (unsigned int)read_le(p, 3);
+        int day = x & 31, month = (x >> 5) & 15, year = (int)(x >> 9);
+        if (!valid_date(year, month, day))
+            return RENDER_GIVE_UP;
+        rc = buf_byte(b, '"') < 0 || buf_date(b, year, month, day) < 0 ? -1 : buf_byte(b, '"');
+        pos += 3;
+        break;
+    }
+    case OP_STRING: {
+        RNEED(op->a);
+        Py_ssize_t n = op->a == 1 ? p[0] : (p[0] | p[1] << 8);
+        pos += op->a;
+        RNEED(n);
+        Py_ssize_t pad = op->b == TEXT_BYTES && n < op->c ? op->c - n : 0;
+        rc = render_text(b, op->b, data + pos, n, pad);
+        pos += n;
+        break;
+    }
+    case OP_BLOB: {
+        RNEED(op->a);
+        unsigned long long n = read_le(p, op->a);
+        pos += op->a;
+        if (n > (unsigned long long)(end - pos))
+            return RENDER_GIVE_UP;
+        rc = render_text(b, op->b, data + pos, (Py_ssize_t)n, 0);
+        pos += (Py_ssize_t)n;
+        break;
+    }
+    case OP_ENUM: {
+        RNEED(op->a);
+        Py_ssize_t index = (Py_ssize_t)read_le(p, op->a);
+        pos += op->a;
+        if (op->obj == Py_None)
+            rc = buf_ll(b, index);
+        else if (index == 0 || index > PyTuple_GET_SIZE(op->obj))
+            rc = BUF_LIT(b, "\"\"");
+        else {
+            Py_ssize_t n;
+            const char *s = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(op->obj, index - 1), &n);
+            if (s == NULL) { /* not a str, or a lone surrogate: the renderer's own str code writes it */
+                PyErr_Clear();
+                return RENDER_GIVE_UP;
+            }
+            rc = buf_quoted_utf8(b, (const unsigned char *)s, n);
+        }
+        break;
+    }
+    case OP_TIME2: {
+        int size = 3 + op->a;
+        RNEED(size);
+        long long packed;
+        if (op->a == 0)
+            packed = ((long long)read_be(p, 3) - 0x800000LL) * (1LL << 24);
+        else if (op->a == 3)
+            packed = (long long)read_be(p, 6) - 0x800000000000LL;
+        else {
+            long long intpart = (long long)read_be(p, 3) - 0x800000LL;
+            long long frac = (long long)read_be(p + 3, op->a);
+            if (intpart < 0 && frac) {
+                intpart += 1;
+                frac -= op->a == 1 ? 0x100 : 0x10000;
+            }
+            packed = intpart * (1LL << 24) + frac * op->b;
+        }
+        int negative = packed < 0;
+        if (negative)
+            packed = -packed;
+        long long hms = packed >> 24;
+        long long total = (((hms >> 12) & 0x3FF) * 3600 + ((hms >> 6) & 63) * 60 + (hms & 63)) * 1000000LL +
+                          (packed & 0xFFFFFF);
+        rc = buf_duration(b, negative ? -total : total);
+        pos += size;
+        break;
+    }
+    case OP_BIT:
+        RNEED(op->a);
+        rc = buf_ull(b, read_be(p, op->a));
+        pos += op->a;
+        break;
+    case OP_SET:
+        if (op->obj != Py_None)
+            return RENDER_GIVE_UP; /* a frozenset of the members: the renderer's Python encoder writes it */
+        RNEED(op->a);
+        rc = buf_ull(b, read_le(p, op->a));
+        pos += op->a;
+        break;
+    case OP_NULL:
+        rc = BUF_LIT(b, "null");
+        break;
+    default: /* OP_CALL: a Python value function */
+        return RENDER_GIVE_UP;
+    }
+    *ppos = pos;
+    return rc;
+}
+
+static int
+render_image(RowProgram *self, Image *img, const unsigned char *data, Py_ssize_t *ppos, Py_ssize_t end, Buf *b)
+{
+    Py_ssize_t pos = *ppos;
+    if (!img->ordered || pos + img->null_bytes > end)
+        return RENDER_GIVE_UP;
+    const unsigned char *nulls = data + pos;
+    pos += img->null_bytes;
+    if (buf_byte(b, '[') < 0)
+        return -1;
+    Py_ssize_t slot = 0;
+    for (Py_ssize_t j = 0; j < img->nops; j++) {
+        Op *op = &img->ops[j];
+        for (; slot < op->slot; slot++) /* columns absent from the image (MINIMAL, NOBLOB) */
+            if ((slot && buf_byte(b, ',') < 0) || BUF_LIT(b, "{\"$missing\":true}") < 0)
+                return -1;
+        if (slot++ && buf_byte(b, ',') < 0)
+            return -1;
+        int rc = nulls[j >> 3] >> (j & 7) & 1 ? BUF_LIT(b, "null") : render_value(b, op, data, &pos, end);
+        if (rc)
+            return rc;
+    }
+    for (; slot < self->ncols; slot++)
+        if ((slot && buf_byte(b, ',') < 0) || BUF_LIT(b, "{\"$missing\":true}") < 0)
+            return -1;
+    if (buf_byte(b, ']') < 0)
+        return -1;
+    *ppos = pos;
+    return 0;
+}
+
+static PyObject *
+RowProgram_render_json(RowProgram *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "render_json(buf, pos, end)");
+        return NULL;
+    }
+    PyObject *buf = args[0];
+    if (!PyBytes_Check(buf))
+        Py_RETURN_NONE;
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
+    if ((pos == -1 || end == -1) && PyErr_Occurred())
+        return NULL;
+    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(buf);
+    if (pos < 0 || end > PyBytes_GET_SIZE(buf) || pos > end)
+        Py_RETURN_NONE;
+    Buf b = {NULL, 0, 0, 0};
+    int rc = 0;
+    for (int first = 1; pos < end && !rc; first = 0) {
+        if (!first && buf_byte(&b, ',') < 0) {
+            rc = -1;
+            break;
+        }
+        if (self->mode) {
+            if (BUF_LIT(&b, "{\"before\":") < 0)
+                rc = -1;
+            else if (!(rc = render_image(self, &self->images[0], data, &pos, end, &b))) {
+                if (BUF_LIT(&b, ",\"after\":") < 0)
+                    rc = -1;
+                else if (!(rc = render_image(self, &self->images[1], data, &pos, end, &b)))
+                    rc = buf_byte(&b, '}');
+            }
+        }
+        else
+            rc = render_image(self, &self->images[0], data, &pos, end, &b);
+    }
+    PyObject *out = NULL;
+    if (!rc)
+        out = PyBytes_FromStringAndSize(b.data ? b.data : "", b.len);
+    PyMem_Free(b.data);
+    if (out != NULL)
+        return out;
+    /* the rows are decoded and written from their values (or the decoder raises the exact error) */
+    if (PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception))
+            return NULL;
+        PyErr_Clear();
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef RowProgram_methods[] = {
     {"decode", (PyCFunction)(void (*)(void))RowProgram_decode, METH_FASTCALL,
      "decode(buf, pos, end) -> list of rows, or None when the pure-Python decoder must decode this event"},
+    {"render_json", (PyCFunction)(void (*)(void))RowProgram_render_json, METH_FASTCALL,
+     "render_json(buf, pos, end) -> the rows as the JSON Lines renderer writes them (UTF-8 bytes, rows separated "
+     "by commas), or None when they must be decoded first"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1146,10 +1481,8 @@ decode_events(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             values[nv++] = Py_NewRef(PyTuple_GET_ITEM(hit, 1));
         }
         else if (type_code == 160) {
-            mk = &makers[MK_ANNOTATE];
-            values[nv++] = utf8_fast(data + 19, end - 19);
-            if (values[nv - 1] == NULL && !PyErr_Occurred()) /* not valid UTF-8: CPython's decoder, replacing */
-                values[nv - 1] = PyUnicode_DecodeUTF8((const char *)data + 19, end - 19, "replace");
+            mk = &makers[MK_ANNOTATE]; /* the text's bytes: AnnotateRowsEvent.query decodes them when read */
+            values[nv++] = PyBytes_FromStringAndSize((const char *)data + 19, end - 19);
         }
         else {
             if (n < 29) {

@@ -143,6 +143,7 @@ class TableMap:
 
     __slots__ = (
         "_decoders",
+        "_programs",
         "_type_names",
         "column_count",
         "column_names",
@@ -176,6 +177,7 @@ class TableMap:
         self.has_full_metadata = all(c.name is not None for c in columns) and bool(columns)
         self.table_flags = table_flags
         self._decoders: dict[tuple[int, int, int], Callable[[bytes, int, int], list[Any]]] = {}
+        self._programs: dict[tuple[int, int, int], Any] = {}  # the compiled core's RowProgram per layout, or None
         self._type_names: tuple[str, ...] | None = None
 
     def __repr__(self) -> str:
@@ -190,13 +192,23 @@ class TableMap:
         return names
 
     # -- row decoding -------------------------------------------------------------------------------------
+    def render_rows_json(self, event: RowsEvent) -> bytes | None:
+        """The event's rows as the JSON Lines renderer writes them (UTF-8, rows separated by commas), rendered by
+        the compiled core straight from the row images; None when the rows must be decoded first (no compiled
+        core, a value that is not plain, a damaged image: decoding then gives the values, or raises)."""
+        program = _row_program(self, (event._image_mode, event.present, event.present_after))
+        if program is None:
+            return None
+        out: bytes | None = program.render_json(event.body, event.rows_start, event.rows_end)
+        return out
+
     def decode_rows(self, event: RowsEvent) -> list[Any]:
         mode = event._image_mode
         key = (mode, event.present, event.present_after)
         fn = self._decoders.get(key)
         try:
             if fn is None:
-                fn = self._decoders[key] = _compile(self, mode, event.present, event.present_after)
+                fn = self._decoders[key] = _compile(self, *key)
             return fn(event.body, event.rows_start, event.rows_end)
         except DecodeError as exc:
             where = f"`{self.schema}`.`{self.name}`"
@@ -855,11 +867,21 @@ def _compile_python(
     return fn
 
 
+def _row_program(table: TableMap, key: tuple[int, int, int]) -> Any:
+    """The compiled core's RowProgram of one image layout ``(mode, present, present_after)``, made once per table
+    and layout; None without the compiled core or for a layout it does not handle."""
+    try:
+        return table._programs[key]
+    except KeyError:
+        program = table._programs[key] = _program(table, *key) if speedups is not None else None
+        return program
+
+
 def _compile(table: TableMap, mode: int, present: int, present_after: int) -> Callable[[bytes, int, int], list[Any]]:
     """The row decoder of one image layout: the compiled core's when it is installed and handles every column,
     else the generated pure-Python one. The compiled decoder gives up on an event it cannot decode exactly
     (returns None); the pure-Python decoder, compiled on first need, then decodes it or raises the error."""
-    program = _program(table, mode, present, present_after) if speedups is not None else None
+    program = _row_program(table, (mode, present, present_after))
     if program is None:
         return _compile_python(table, mode, present, present_after)
     c_decode = program.decode

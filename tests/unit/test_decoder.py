@@ -8,6 +8,7 @@ optional-metadata details the corpus showed to matter (key order, flavor rules, 
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,7 @@ from mybinlog.protocol._constants import ColumnType, EventType
 from mybinlog.protocol._decoder import EventDecoder
 from mybinlog.protocol._events import (
     MISSING,
+    AnnotateRowsEvent,
     MariadbGtidListEvent,
     OtherEvent,
     QueryEvent,
@@ -421,3 +423,32 @@ def test_decode_is_sans_io_and_stateful_per_instance() -> None:
     a.decode(event(EventType.TABLE_MAP_EVENT, int_varchar_table()))
     assert a.table_map(5) is not None
     assert b.table_map(5) is None
+
+
+# ----------------------------------------------------------------------------------------------------------
+# ANNOTATE_ROWS: the text is kept as bytes until read
+# ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text", [b"INSERT INTO t VALUES (1, 'caf\xc3\xa9')", b"", b"bad \xff\xfe bytes", ("\u00e9" * 50).encode()]
+)
+def test_annotate_rows_query_is_decoded_when_read(text: bytes) -> None:
+    """The decoders (compiled or not, one event or a batch) keep the bytes; ``query`` is the UTF-8 text with invalid
+    bytes replaced, the same str on every read, and ``repr``, ``describe`` and the constructor still speak str."""
+    dec = mariadb_decoder()
+    raw = event(EventType.ANNOTATE_ROWS_EVENT, text, crc=True)
+    one = dec.decode(raw, 100)
+    batch: list[Any] = []
+    dec.decode_batch([raw, raw], batch, [100, 200])
+    for ev in (one, *batch):
+        assert isinstance(ev, AnnotateRowsEvent)
+        assert ev.query == text.decode("utf-8", "replace")
+        assert ev.query is ev.query  # decoded once
+        assert ev.describe() == ev.query
+        assert repr(ev).endswith(f"query={ev.query!r})")
+        assert "offset=" in repr(ev)
+    built = AnnotateRowsEvent(type_code=160, timestamp=1, server_id=1, size=19, log_pos=0, flags=0, query="q")
+    assert (built.query, built.offset, built.in_payload) == ("q", None, False)
+    with pytest.raises(TypeError):
+        AnnotateRowsEvent(type_code=160, timestamp=1, server_id=1, size=19, log_pos=0, flags=0)  # type: ignore[call-arg]

@@ -326,6 +326,9 @@ def rows_events(draw: st.DrawFn) -> list[Event]:
         code = {WriteRowsEvent: 30, DeleteRowsEvent: 32, UpdateRowsEvent: 31}[kind]
         events.append(kind(type_code=code, _rows=rows, **head, **body))  # type: ignore[arg-type]
     events.append(AnnotateRowsEvent(type_code=160, query=draw(texts), **head))
+    # as the decoders build it: the text's bytes (any bytes: invalid UTF-8 is replaced when `query` is read)
+    raw = draw(texts.map(lambda s: s.encode("utf-8", "surrogatepass")) | st.binary(max_size=60))
+    events.append(AnnotateRowsEvent(type_code=160, query=raw, **head))
     events.append(XidEvent(type_code=16, xid=draw(st.integers(0, 2**64 - 1)), **head))
     events.append(QueryEvent(type_code=2, thread_id=1, exec_time=0, error_code=0, schema="s", query="BEGIN", **head))
     return events
@@ -349,6 +352,22 @@ def test_odd_header_values_go_to_python(c: Any) -> None:
         TableMapEvent(type_code=19, table_id="7", table=table, **_HEAD),  # type: ignore[arg-type]
     ]
     assert_same_events(c, events)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"", b"INSERT INTO t VALUES ('caf\xc3\xa9', \"x\\\\y\")\n", b"\xff\xfe", b"a\xed\xa0\x80b", b"\xc3",
+     b"\xf4\x90\x80\x80", b"\xe0\x80\x80", ("\u00e9" * 40).encode(), b"x" * 70 + b"\x80", b"\x01\x1f\x7f"],
+)  # fmt: skip
+def test_annotate_text_kept_as_bytes_renders_as_its_decoded_query(c: Any, raw: bytes) -> None:
+    """The renderer writes valid UTF-8 bytes without decoding them, and text that is not UTF-8 as ``query`` gives it
+    (invalid bytes replaced): the same line as the pure-Python renderer, and as an event built from the str."""
+    ev = AnnotateRowsEvent(type_code=160, query=raw, **_HEAD)
+    line = c.event_to_json(ev)
+    assert line == _format._py_event_to_json(AnnotateRowsEvent(type_code=160, query=raw, **_HEAD))
+    assert line == c.event_to_json(AnnotateRowsEvent(type_code=160, query=raw.decode("utf-8", "replace"), **_HEAD))
+    assert ev.query == raw.decode("utf-8", "replace")
+    assert_same_events(c, [AnnotateRowsEvent(type_code=160, query=raw, **_HEAD)])
 
 
 def test_rows_that_fail_to_decode_fail_the_same(c: Any) -> None:

@@ -8,6 +8,10 @@
   not give up on a value Python can decode: the fast path is really taken) and give the same rows, value for
   value (type and repr, so NaN and -0.0 compare exactly); whenever Python raises, C must give up (return None)
   and ``_compile``'s decoder must raise the same error.
+* ``RowProgram.render_json`` (the dump's rows straight from the row images) writes exactly the pure-Python
+  renderer's text of the rows the pure-Python decoder gives, or gives up (None); it never writes text for an
+  image Python cannot decode, and it does write the plain values (numbers, temporal types, DECIMAL, UTF-8 text,
+  binary strings, ENUM) of well-formed images.
 * Every rows event of the binlog corpus decodes to the same rows with both implementations.
 * ``_compile`` returns the compiled-core decoder when the extension is there, the pure-Python one otherwise;
   ``mybinlog.implementation()`` and ``mybinlog --version`` say which one runs.
@@ -34,7 +38,7 @@ from hypothesis import strategies as st
 
 import mybinlog
 from mybinlog.errors import DecodeError
-from mybinlog.protocol import _accel, _table
+from mybinlog.protocol import _accel, _format, _table
 from mybinlog.protocol._constants import MISSING, ColumnType, collation_codec
 from mybinlog.protocol._events import RowsEvent
 from mybinlog.protocol._table import ColumnInfo, TableMap
@@ -147,6 +151,34 @@ def check_same(
             decoder(buf, pos, end)
         assert str(raised.value) == str(error)
     return error is None, got is not None
+
+
+def rendered_in_python(table: TableMap, mode: int, rows: list[Any]) -> str:
+    """The pure-Python renderer's text of decoded rows, as in a rows event's ``"rows":[...]``."""
+    fmt = _format._table_json(table)[4]
+    if mode == 1:
+        return ",".join(f'{{"before":{fmt(before)},"after":{fmt(after)}}}' for before, after in rows)
+    return ",".join(map(fmt, rows))
+
+
+def check_render(table: TableMap, mode: int, present: int, present_after: int, buf: bytes, pos: int, end: int) -> bool:
+    """``render_json`` writes the pure-Python renderer's text of the pure-Python decoder's rows, or None (always
+    None when Python cannot decode them); returns whether it wrote them."""
+    program = _table._program(table, mode, present, present_after)
+    if program is None:
+        return False
+    text = program.render_json(buf, pos, end)  # never raises: it gives up with None
+    try:
+        rows = _table._compile_python(table, mode, present, present_after)(buf, pos, end)
+    except DECODE_FAILURES:
+        rows = None
+    if rows is None:
+        assert text is None, f"Python cannot decode these rows but render_json wrote {text!r}"
+        return False
+    if text is None:
+        return False
+    assert text.decode("utf-8") == rendered_in_python(table, mode, rows)
+    return True
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -490,6 +522,149 @@ def test_unusual_row_images_give_the_same_rows_or_the_same_error(case: dict[str,
         assert c_ok
 
 
+# kinds whose every well-formed value render_json writes (zero dates and the like aside)
+PLAIN = ("int", "float", "double", "year", "decimal", "datetime2", "timestamp2", "time2", "date", "bit", "enum",
+         "varchar", "char", "blob", "null")  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_render_json_writes_the_python_renderers_text(kind: str, data: Any) -> None:
+    """Well-formed images of tables with many columns of ``kind``: the text of the pure-Python renderer, or
+    None."""
+    require_speedups()
+    case = data.draw(rows_events(kind=kind))
+    case.pop("supported"), case.pop("valid")
+    check_render(*case.values())
+
+
+@PROPERTY
+@given(rows_events(unusual=True))
+def test_render_json_of_unusual_images_is_the_python_text_or_none(case: dict[str, Any]) -> None:
+    require_speedups()
+    case.pop("supported"), case.pop("valid")
+    check_render(*case.values())
+
+
+@st.composite
+def plain_tables(draw: st.DrawFn, kind: str) -> TableMap:
+    """1..4 columns, of ``kind`` or of another plain kind."""
+    n = draw(st.integers(1, 4))
+    kinds = [kind if draw(st.booleans()) else draw(st.sampled_from(PLAIN)) for _ in range(n)]
+    return TableMap("db", "t", [draw(column(i, kind=k))[0] for i, k in enumerate(kinds)], 0)
+
+
+@pytest.mark.parametrize("kind", PLAIN)
+def test_render_json_writes_plain_values(kind: str) -> None:
+    """Tables of plain kinds, well-formed images: render_json writes many of them (it gives up only on what the
+    generator makes unusual on purpose: zero and invalid dates, text in other codecs or not UTF-8, a zero
+    TIMESTAMP), so the fast path is really taken."""
+    require_speedups()
+    counts = {"cases": 0, "written": 0}
+
+    @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+    @given(data=st.data())
+    def run(data: Any) -> None:
+        table = data.draw(plain_tables(kind))
+        mode = data.draw(st.sampled_from([0, 1]))
+        present = data.draw(present_bitmap(table))
+        present_after = data.draw(present_bitmap(table)) if mode == 1 else present
+        rows = b""
+        for _ in range(data.draw(st.integers(1, 3))):
+            rows += data.draw(image(table, present, True))
+            if mode == 1:
+                rows += data.draw(image(table, present_after, True))
+        counts["cases"] += 1
+        counts["written"] += check_render(table, mode, present, present_after, rows, 0, len(rows))
+
+    run()
+    assert counts["written"] >= counts["cases"] // 5, counts
+
+
+def test_render_json_of_a_fixed_table() -> None:
+    """The mixed benchmark's kind of table, one row per value shape: written, exactly as Python writes it."""
+    require_speedups()
+    cols = [
+        ColumnInfo(0, T.LONGLONG, 0, False),
+        ColumnInfo(1, T.DATETIME2, 6, True),
+        ColumnInfo(2, T.TIMESTAMP2, 3, True),
+        ColumnInfo(3, T.NEWDECIMAL, 12 << 8 | 2, True),
+        ColumnInfo(4, T.STRING, string_meta(T.ENUM, 1), True),
+        ColumnInfo(5, T.DATE, 0, True),
+        ColumnInfo(6, T.BLOB, 2, True),
+        ColumnInfo(7, T.DOUBLE, 8, True),
+        ColumnInfo(8, T.NEWDECIMAL, 20 << 8 | 10, True),
+    ]
+    cols[4].enum_values = ("new", "café \"x\"")
+    cols[6].charset = 45
+    table = TableMap("db", "t", cols, 0)
+    values = [
+        (1, (2024, 2, 29, (23, 59, 59), 999999), 1, Decimal("-1234567890.12"), 2, (2024, 12, 31), "é\n\"🚀\\", 0.1,
+         Decimal("0.0000000001")),
+        (-1, (1, 1, 1, (0, 0, 0), 0), 2**31, Decimal("0.00"), 0, (1, 1, 1), "", float("inf"), Decimal("-0E-10")),
+    ]  # fmt: skip
+    buf = b""
+    for v in values:
+        buf += b"\x00\x00" + struct.pack("<q", v[0]) + datetime2_bytes(*v[1][:3], v[1][3], v[1][4], 6)
+        buf += struct.pack(">I", v[2]) + encode_fraction(0, 3) + encode_decimal(v[3], 12, 2) + bytes([v[4]])
+        buf += encode_date(*v[5]) + length_prefix(len(v[6].encode()), 2) + v[6].encode() + struct.pack("<d", v[7])
+        buf += encode_decimal(v[8], 20, 10)
+    assert check_render(table, 0, 511, 511, buf, 0, len(buf))
+    text = _table._program(table, 0, 511, 511).render_json(buf, 0, len(buf)).decode()
+    for part in ('"1E-10"', '"0E-10"', '"2024-02-29T23:59:59.999999"', '"1970-01-01T00:00:01+00:00"', "Infinity",
+                 '"café \\"x\\""'):  # fmt: skip
+        assert part in text, text
+
+
+@pytest.mark.parametrize("scale", range(31))
+def test_render_json_decimals_at_every_scale(scale: int) -> None:
+    """str(Decimal) switches to scientific notation for small exponents (1E-7, 0E-10): every scale, values
+    around the switch, zero, negative zero, the extremes."""
+    require_speedups()
+    precision = max(scale, 1) + 8
+    col = ColumnInfo(0, T.NEWDECIMAL, precision << 8 | scale, True)
+    table = TableMap("db", "t", [col], 0)
+    unit = Decimal(1).scaleb(-scale)
+    values = [Decimal(0), Decimal("-0").scaleb(-scale), unit, -unit, unit * 7, unit * 10, unit * 1000, unit * 12345678,
+              Decimal("99999999").scaleb(0) + (1 - unit), Decimal(1), Decimal("-1.5"), Decimal("0.1"), Decimal("1E-6"),
+              Decimal("1E-7"), Decimal("12E-8")]  # fmt: skip
+    written = 0
+    for v in values:
+        try:
+            raw = encode_decimal(v, precision, scale)
+        except Exception:  # does not fit this precision and scale
+            continue
+        image = b"\x00" + raw
+        written += check_render(table, 0, 1, 1, image, 0, len(image))
+    assert written >= 5
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [(2024, 1, 1, (24, 0, 0)), (2024, 1, 1, (23, 60, 0)), (2024, 1, 1, (23, 59, 60)), (2024, 13, 1, (0, 0, 0)),
+     (2023, 2, 29, (0, 0, 0)), (2024, 2, 29, (0, 0, 0)), (2024, 4, 31, (0, 0, 0)), (2024, 0, 1, (0, 0, 0)),
+     (2024, 1, 0, (0, 0, 0)), (0, 1, 1, (0, 0, 0)), (9999, 12, 31, (23, 59, 59)), (1900, 2, 29, (0, 0, 0)),
+     (2000, 2, 29, (0, 0, 0))],
+)  # fmt: skip
+def test_render_json_datetimes_and_dates_at_their_limits(fields: tuple[int, int, int, tuple[int, int, int]]) -> None:
+    """Invalid fields (hour 24, minute 60, 29 February of a common year, month 13, zero parts) are values
+    the pure-Python value function decides: render_json gives up on them; valid ones it writes."""
+    require_speedups()
+    year, month, day, hms = fields
+    cols = [ColumnInfo(0, T.DATETIME2, 6, True), ColumnInfo(1, T.DATE, 0, True)]
+    table = TableMap("db", "t", cols, 0)
+    image = b"\x00" + datetime2_bytes(year, month, day, hms, 5, 6) + encode_date(year, month, day)
+    written = check_render(table, 0, 3, 3, image, 0, len(image))
+    valid = year >= 1 and 1 <= month <= 12 and day >= 1
+    if valid:
+        try:
+            datetime.datetime(year, month, day, *hms)
+        except ValueError:
+            valid = False
+    assert written == valid
+
+
 @PROPERTY
 @given(tables(unusual=True), st.data())
 def test_random_bytes_give_the_same_rows_or_the_same_error(table_supported: tuple[TableMap, bool], data: Any) -> None:
@@ -502,6 +677,7 @@ def test_random_bytes_give_the_same_rows_or_the_same_error(table_supported: tupl
     pos = data.draw(st.integers(0, len(buf)))
     end = data.draw(st.integers(pos, len(buf)))
     check_same(table, mode, present, present_after, buf, pos, end, supported=supported)
+    check_render(table, mode, present, present_after, buf, pos, end)
 
 
 def test_images_without_columns_are_an_error_not_an_endless_loop() -> None:

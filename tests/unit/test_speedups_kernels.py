@@ -91,7 +91,10 @@ def test_utf8_is_bytes_decode(data: bytes) -> None:
     assert got == expected
     if got[0] == "ok":
         assert type(got[1]) is str
-        assert got[1].__sizeof__() == expected[1].__sizeof__()  # the same width (latin-1, UCS-2, UCS-4)
+        # the same width (latin-1, UCS-2, UCS-4); a 1-character latin-1 result of bytes.decode is CPython's shared
+        # string for that character, whose size also counts the UTF-8 copy any earlier PyUnicode_AsUTF8 cached
+        if not (len(got[1]) == 1 and ord(got[1]) < 256):
+            assert got[1].__sizeof__() == expected[1].__sizeof__()
 
 
 def test_utf8_edges() -> None:

@@ -1,0 +1,372 @@
+/* The JSON text writer shared by the compiled renderer (_jsonl.c) and the row programs (_speedups.c): a growing
+   UTF-8 buffer, numbers, dates and times as the pure-Python renderer writes them, JSON string escaping as
+   json.encoder.encode_basestring (ensure_ascii=False) does it, and a strict UTF-8 validator. Everything here is static: each extension gets
+   its own copy. */
+
+#ifndef MYBINLOG_JSONBUF_H
+#define MYBINLOG_JSONBUF_H
+
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* -- output buffer ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    char *data;
+    Py_ssize_t len;
+    Py_ssize_t cap;
+    int surrogates;  /* a lone surrogate was written (as surrogatepass does): the text is not valid UTF-8 */
+} Buf;
+
+static inline int buf_grow(Buf *b, Py_ssize_t extra) {
+    Py_ssize_t need = b->len + extra;
+    if (need <= b->cap) return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 4096;
+    while (cap < need) {
+        if (cap > PY_SSIZE_T_MAX / 2) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        cap *= 2;
+    }
+    char *p = PyMem_Realloc(b->data, (size_t)cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+#define BUF_RESERVE(b, n) (((b)->len + (Py_ssize_t)(n) <= (b)->cap) ? 0 : buf_grow((b), (Py_ssize_t)(n)))
+
+static inline int buf_put(Buf *b, const char *s, Py_ssize_t n) {
+    if (BUF_RESERVE(b, n) < 0) return -1;
+    memcpy(b->data + b->len, s, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+#define BUF_LIT(b, s) buf_put((b), (s), (Py_ssize_t)(sizeof(s) - 1))
+
+static inline int buf_byte(Buf *b, char c) {
+    if (BUF_RESERVE(b, 1) < 0) return -1;
+    b->data[b->len++] = c;
+    return 0;
+}
+
+static inline int buf_ll(Buf *b, long long v) {
+    char tmp[24];
+    char *end = tmp + sizeof(tmp), *p = end;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        *--p = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    if (v < 0) *--p = '-';
+    return buf_put(b, p, end - p);
+}
+
+/* zero-padded decimal of at least `width` digits (v >= 0) */
+static inline int buf_pad(Buf *b, long long v, int width) {
+    char tmp[24];
+    char *end = tmp + sizeof(tmp), *p = end;
+    unsigned long long u = (unsigned long long)v;
+    do {
+        *--p = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    while (end - p < width) *--p = '0';
+    return buf_put(b, p, end - p);
+}
+
+
+static inline int buf_ull(Buf *b, unsigned long long u) {
+    char tmp[24];
+    char *end = tmp + sizeof(tmp), *p = end;
+    do {
+        *--p = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    return buf_put(b, p, end - p);
+}
+
+/* a float as Python's json writes it: repr (the shortest round-trip digits), NaN, Infinity, -Infinity */
+static inline int buf_double(Buf *b, double x) {
+    if (!isfinite(x)) {
+        if (isnan(x)) return BUF_LIT(b, "NaN");
+        return x > 0 ? BUF_LIT(b, "Infinity") : BUF_LIT(b, "-Infinity");
+    }
+    char *s = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (s == NULL) return -1;
+    int rc = buf_put(b, s, (Py_ssize_t)strlen(s));
+    PyMem_Free(s);
+    return rc;
+}
+
+/* YYYY-MM-DD, as date.isoformat() */
+static inline int buf_date(Buf *b, int y, int m, int d) {
+    if (buf_pad(b, y, 4) < 0 || buf_byte(b, '-') < 0 || buf_pad(b, m, 2) < 0 || buf_byte(b, '-') < 0) return -1;
+    return buf_pad(b, d, 2);
+}
+
+/* "YYYY-MM-DDTHH:MM:SS[.ffffff][+00:00]", as datetime.isoformat() in quotes (microseconds only when not zero) */
+static inline int buf_datetime(Buf *b, int y, int mo, int d, int h, int mi, int s, int us, int utc) {
+    if (buf_byte(b, '"') < 0 || buf_date(b, y, mo, d) < 0 || buf_byte(b, 'T') < 0 || buf_pad(b, h, 2) < 0 ||
+        buf_byte(b, ':') < 0 || buf_pad(b, mi, 2) < 0 || buf_byte(b, ':') < 0 || buf_pad(b, s, 2) < 0)
+        return -1;
+    if (us && (buf_byte(b, '.') < 0 || buf_pad(b, us, 6) < 0)) return -1;
+    if (utc && BUF_LIT(b, "+00:00") < 0) return -1;
+    return buf_byte(b, '"');
+}
+
+/* a duration of `total` microseconds as the renderer writes a timedelta: "[-]HH:MM:SS[.ffffff]" in quotes */
+static inline int buf_duration(Buf *b, long long total) {
+    if (buf_byte(b, '"') < 0) return -1;
+    if (total < 0) {
+        total = -total;
+        if (buf_byte(b, '-') < 0) return -1;
+    }
+    long long us = total % 1000000LL, secs = total / 1000000LL;
+    if (buf_pad(b, secs / 3600, 2) < 0 || buf_byte(b, ':') < 0 || buf_pad(b, (secs / 60) % 60, 2) < 0 ||
+        buf_byte(b, ':') < 0 || buf_pad(b, secs % 60, 2) < 0)
+        return -1;
+    if (us && (buf_byte(b, '.') < 0 || buf_pad(b, us, 6) < 0)) return -1;
+    return buf_byte(b, '"');
+}
+
+static const char HEX[] = "0123456789abcdef";
+
+/* bytes as the renderer writes them: lower-case hex in quotes, then `pad` zero bytes ("00" each) */
+static inline int buf_hex(Buf *b, const unsigned char *src, Py_ssize_t n, Py_ssize_t pad) {
+    if (n > (PY_SSIZE_T_MAX - 2) / 2 - pad) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (BUF_RESERVE(b, 2 * (n + pad) + 2) < 0) return -1;
+    char *p = b->data + b->len;
+    *p++ = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        *p++ = HEX[src[i] >> 4];
+        *p++ = HEX[src[i] & 0xF];
+    }
+    memset(p, '0', (size_t)(2 * pad));
+    p += 2 * pad;
+    *p++ = '"';
+    b->len = p - b->data;
+    return 0;
+}
+
+static inline char *put_escaped_ascii(char *p, Py_UCS4 c) {
+    switch (c) {
+        case '"': *p++ = '\\'; *p++ = '"'; break;
+        case '\\': *p++ = '\\'; *p++ = '\\'; break;
+        case '\n': *p++ = '\\'; *p++ = 'n'; break;
+        case '\r': *p++ = '\\'; *p++ = 'r'; break;
+        case '\t': *p++ = '\\'; *p++ = 't'; break;
+        case '\b': *p++ = '\\'; *p++ = 'b'; break;
+        case '\f': *p++ = '\\'; *p++ = 'f'; break;
+        default:
+            *p++ = '\\'; *p++ = 'u'; *p++ = '0'; *p++ = '0';
+            *p++ = HEX[(c >> 4) & 0xF];
+            *p++ = HEX[c & 0xF];
+    }
+    return p;
+}
+
+#define NEEDS_ESCAPE(c) ((c) < 0x20 || (c) == '"' || (c) == '\\')
+
+/* 8 bytes at once: is any of them below 0x20, '"' or '\\'? (exact for any bytes, UTF-8 lead and continuation
+   bytes included: the ~w terms keep bytes >= 0x80 out) */
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+static inline uint64_t escape_hit(uint64_t w) {
+    uint64_t q = w ^ 0x2222222222222222ULL, bs = w ^ 0x5C5C5C5C5C5C5C5CULL;
+    return (((w - 0x20 * ONES) & ~w) | ((q - ONES) & ~q) | ((bs - ONES) & ~bs)) & HIGHS;
+}
+
+/* append the UTF-8 (or ASCII) text src[0:n] as a JSON string literal, escaped as json's encode_basestring
+   (ensure_ascii=False) does: only characters below 0x20, '"' and '\\' are escaped */
+static inline int buf_quoted_utf8(Buf *b, const unsigned char *src, Py_ssize_t n) {
+    if (n > (PY_SSIZE_T_MAX - 2) / 6) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    /* room for the worst case (every character as \u00XX) when that is small; otherwise for the plain text
+       first, and for the worst case of the rest at the first escape */
+    Py_ssize_t room = n <= (1 << 16) ? 6 * n + 2 : n + 2;
+    if (BUF_RESERVE(b, room) < 0) return -1;
+    int roomy = room > n + 2;
+    char *p = b->data + b->len;
+    *p++ = '"';
+    Py_ssize_t i = 0;
+    while (i < n) {
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, src + i, 8);
+            if (escape_hit(w)) break;
+            memcpy(p, &w, 8);
+            p += 8;
+            i += 8;
+        }
+        Py_ssize_t stop = i + 8 < n ? i + 8 : n;
+        for (; i < stop; i++) {
+            unsigned char c = src[i];
+            if (!NEEDS_ESCAPE(c)) {
+                *p++ = (char)c;
+                continue;
+            }
+            if (!roomy) {
+                b->len = p - b->data;
+                if (BUF_RESERVE(b, 6 * (n - i) + 1) < 0) return -1;
+                p = b->data + b->len;
+                roomy = 1;
+            }
+            p = put_escaped_ascii(p, c);
+        }
+    }
+    *p++ = '"';
+    b->len = p - b->data;
+    return 0;
+}
+
+/* utf8_scan and buf_quoted_utf8 in one pass: append src[0:n] as a JSON string literal when it is valid strict
+   UTF-8 (returns 0), or append nothing and return 1 when it is not; -1 on error (no memory) */
+static inline int buf_quoted_checked(Buf *b, const unsigned char *src, Py_ssize_t n) {
+    if (n > (PY_SSIZE_T_MAX - 2) / 6) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t start = b->len;
+    Py_ssize_t room = n <= (1 << 16) ? 6 * n + 2 : n + 2;
+    if (BUF_RESERVE(b, room) < 0) return -1;
+    int roomy = room > n + 2;
+    char *p = b->data + b->len;
+    *p++ = '"';
+    Py_ssize_t i = 0;
+    while (i < n) {
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, src + i, 8);
+            if ((w & HIGHS) || escape_hit(w)) break;
+            memcpy(p, &w, 8);
+            p += 8;
+            i += 8;
+        }
+        Py_ssize_t stop = i + 8 < n ? i + 8 : n;
+        while (i < stop) {
+            unsigned char c = src[i];
+            if (c < 0x80) {
+                if (!NEEDS_ESCAPE(c)) {
+                    *p++ = (char)c;
+                } else {
+                    if (!roomy) {
+                        b->len = p - b->data;
+                        if (BUF_RESERVE(b, 6 * (n - i) + 1) < 0) return -1;
+                        p = b->data + b->len;
+                        roomy = 1;
+                    }
+                    p = put_escaped_ascii(p, c);
+                }
+                i++;
+                continue;
+            }
+            int len;
+            if (c < 0xC2)
+                goto invalid;
+            else if (c < 0xE0)
+                len = 2;
+            else if (c < 0xF0)
+                len = 3;
+            else if (c < 0xF5)
+                len = 4;
+            else
+                goto invalid;
+            if (i + len > n) goto invalid;
+            for (int k = 1; k < len; k++)
+                if ((src[i + k] & 0xC0) != 0x80) goto invalid;
+            if ((c == 0xE0 && src[i + 1] < 0xA0) || (c == 0xED && src[i + 1] >= 0xA0) ||
+                (c == 0xF0 && src[i + 1] < 0x90) || (c == 0xF4 && src[i + 1] >= 0x90))
+                goto invalid; /* overlong, a surrogate, past U+10FFFF */
+            memcpy(p, src + i, (size_t)len);
+            p += len;
+            i += len;
+        }
+    }
+    *p++ = '"';
+    b->len = p - b->data;
+    return 0;
+invalid:
+    b->len = start;
+    return 1;
+}
+
+/* at or above this many bytes, non-ASCII text is decoded by CPython's UTF-8 decoder (_speedups.c utf8_fast) */
+#define UTF8_LONG 32
+
+/* the validating pass: 1 (valid strict UTF-8: *pchars characters, the largest code point *pmax), 0 (invalid,
+ * overlong, a surrogate, > U+10FFFF), or 2 when `stop_long` and the text is long and not ASCII (CPython decodes it) */
+static inline int
+utf8_scan(const unsigned char *s, Py_ssize_t n, int stop_long, Py_ssize_t *pchars, Py_UCS4 *pmax)
+{
+    Py_ssize_t i = 0, nchars = 0;
+    Py_UCS4 maxc = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ULL)) {
+                i += 8;
+                nchars += 8;
+                continue;
+            }
+        }
+        unsigned c = s[i];
+        Py_UCS4 cp;
+        if (c < 0x80) {
+            i++;
+            nchars++;
+            continue;
+        }
+        if (stop_long && n >= UTF8_LONG) /* long non-ASCII text: CPython's decoder is the faster one */
+            return 2;
+        if (c < 0xC2)
+            return 0;
+        else if (c < 0xE0) {
+            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80)
+                return 0;
+            cp = (c & 0x1F) << 6 | (s[i + 1] & 0x3F);
+            i += 2;
+        }
+        else if (c < 0xF0) {
+            if (i + 2 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80)
+                return 0;
+            if ((c == 0xE0 && s[i + 1] < 0xA0) || (c == 0xED && s[i + 1] >= 0xA0))
+                return 0; /* overlong, or a surrogate */
+            cp = (c & 0x0F) << 12 | (Py_UCS4)(s[i + 1] & 0x3F) << 6 | (s[i + 2] & 0x3F);
+            i += 3;
+        }
+        else if (c < 0xF5) {
+            if (i + 3 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
+                return 0;
+            if ((c == 0xF0 && s[i + 1] < 0x90) || (c == 0xF4 && s[i + 1] >= 0x90))
+                return 0; /* overlong, or past U+10FFFF */
+            cp = (c & 0x07) << 18 | (Py_UCS4)(s[i + 1] & 0x3F) << 12 | (Py_UCS4)(s[i + 2] & 0x3F) << 6 |
+                 (s[i + 3] & 0x3F);
+            i += 4;
+        }
+        else
+            return 0;
+        if (cp > maxc)
+            maxc = cp;
+        nchars++;
+    }
+    *pchars = nchars;
+    *pmax = maxc;
+    return 1;
+}
+
+#endif
