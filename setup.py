@@ -14,6 +14,7 @@ if os.environ.get("MYBINLOG_BUILD_EXTENSIONS", "1").strip() not in ("0", "false"
         Extension(
             "mybinlog.protocol._speedups",
             ["mybinlog/protocol/_speedups.c"],
+            depends=["mybinlog/protocol/_jsonbuf.h"],  # shared with _jsonl.c: rebuilt when it changes, in the sdist
             optional=True,  # a failed compile is a warning, not a failed install
             extra_compile_args=["-O2", "-std=c11"],
         )
@@ -22,6 +23,7 @@ if os.environ.get("MYBINLOG_BUILD_EXTENSIONS", "1").strip() not in ("0", "false"
         Extension(
             "mybinlog.protocol._jsonl_speedups",  # the JSON Lines renderer's hot path (mybinlog/protocol/_format.py)
             ["mybinlog/protocol/_jsonl.c"],
+            depends=["mybinlog/protocol/_jsonbuf.h"],
             optional=True,
             extra_compile_args=["-O2", "-std=c11"],
         )
