@@ -94,17 +94,183 @@ static inline int buf_ull(Buf *b, unsigned long long u) {
     return buf_put(b, p, end - p);
 }
 
+/* The shortest decimal digits that read back as x (a positive normal double of moderate exponent), and the
+   closest of them to x: Steele and White's free-format digit generation in exact integer arithmetic (64-bit when
+   the scaled values fit, 128-bit otherwise). It gives up (returns 0) outside that range, and wherever Python's
+   dtoa could decide differently: a candidate on the exact boundary of x's rounding interval, an exact tie between
+   two candidates, a carry out of the last digit. Otherwise the digits are those of repr(x) (dtoa mode 0). Returns
+   the digit count; *pdecpt is where the decimal point goes (x = 0.d1d2... * 10^decpt). */
+typedef unsigned __int128 jb_u128;
+
+static inline int shortest_digits(double x, char *digits, int *pdecpt) {
+    static const uint64_t P10[20] = {
+        1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL, 100000000ULL, 1000000000ULL,
+        10000000000ULL, 100000000000ULL, 1000000000000ULL, 10000000000000ULL, 100000000000000ULL,
+        1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL, 1000000000000000000ULL,
+        10000000000000000000ULL,
+    };
+    uint64_t bits;
+    memcpy(&bits, &x, 8);
+    int be = (int)((bits >> 52) & 0x7FF);
+    uint64_t f = bits & ((1ULL << 52) - 1);
+    if (be == 0 || be == 0x7FF || (bits >> 63)) return 0;
+    f |= 1ULL << 52;
+    int e = be - 1075; /* x = f * 2^e */
+    if (e < -80 || e > 10) return 0;
+    int narrow = f == (1ULL << 52) && be > 1; /* the interval's lower half is half as wide */
+    /* x = R/S; the rounding interval is (R - Mm, R + Mp) / S */
+    jb_u128 R, S, Mp, Mm;
+    if (e >= 0) {
+        R = (jb_u128)f << (e + 1 + narrow);
+        S = narrow ? 4 : 2;
+        Mp = (jb_u128)1 << (e + narrow);
+        Mm = (jb_u128)1 << e;
+    } else {
+        R = (jb_u128)f << (1 + narrow);
+        S = (jb_u128)1 << (1 + narrow - e);
+        Mp = narrow ? 2 : 1;
+        Mm = 1;
+    }
+    int k = (int)((be - 1022) * 0.30102999566398120); /* about log10(x): corrected below */
+    if (k >= 0) {
+        if (k > 19) return 0;
+        S *= P10[k];
+    } else {
+        if (-k > 19) return 0;
+        R *= P10[-k];
+        Mp *= P10[-k];
+        Mm *= P10[-k];
+    }
+    while (R >= S) {
+        S *= 10;
+        k++;
+    }
+    while (R * 10 < S) {
+        R *= 10;
+        Mp *= 10;
+        Mm *= 10;
+        k--;
+    }
+    /* R/S is in [0.1, 1): digits follow. Mp and Mm grow tenfold per digit and end the loop once they pass the
+       remainder, so nothing outgrows S times 10 (below 2^63 in the 64-bit loop, 2^90 in the other) */
+    int n = 0;
+    if (S < ((jb_u128)1 << 59)) {
+        uint64_t r = (uint64_t)R, s = (uint64_t)S, mp = (uint64_t)Mp, mm = (uint64_t)Mm;
+        for (;;) {
+            r *= 10;
+            mp *= 10;
+            mm *= 10;
+            unsigned d = (unsigned)(r / s);
+            r -= (uint64_t)d * s;
+            if (r == mm || r + mp == s) return 0;
+            int low = r < mm, high = r + mp > s;
+            if (!low && !high) {
+                digits[n++] = (char)('0' + d);
+                if (n > 17) return 0;
+                continue;
+            }
+            if (low && high) {
+                if (2 * r == s) return 0;
+                d += 2 * r > s;
+            } else
+                d += high;
+            if (d > 9) return 0;
+            digits[n++] = (char)('0' + d);
+            break;
+        }
+    } else {
+        jb_u128 S2 = S << 1, S4 = S << 2, S8 = S << 3;
+        for (;;) {
+            R *= 10;
+            Mp *= 10;
+            Mm *= 10;
+            unsigned d = 0;
+            if (R >= S8) R -= S8, d += 8;
+            if (R >= S4) R -= S4, d += 4;
+            if (R >= S2) R -= S2, d += 2;
+            if (R >= S) R -= S, d += 1;
+            if (R == Mm || R + Mp == S) return 0;
+            int low = R < Mm, high = R + Mp > S;
+            if (!low && !high) {
+                digits[n++] = (char)('0' + d);
+                if (n > 17) return 0;
+                continue;
+            }
+            if (low && high) {
+                if ((R << 1) == S) return 0;
+                d += (R << 1) > S;
+            } else
+                d += high;
+            if (d > 9) return 0;
+            digits[n++] = (char)('0' + d);
+            break;
+        }
+    }
+    *pdecpt = k;
+    return n;
+}
+
 /* a float as Python's json writes it: repr (the shortest round-trip digits), NaN, Infinity, -Infinity */
 static inline int buf_double(Buf *b, double x) {
     if (!isfinite(x)) {
         if (isnan(x)) return BUF_LIT(b, "NaN");
         return x > 0 ? BUF_LIT(b, "Infinity") : BUF_LIT(b, "-Infinity");
     }
-    char *s = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
-    if (s == NULL) return -1;
-    int rc = buf_put(b, s, (Py_ssize_t)strlen(s));
-    PyMem_Free(s);
-    return rc;
+    char digits[24];
+    int decpt, n = shortest_digits(fabs(x), digits, &decpt);
+    if (n == 0) { /* zero, subnormal, far exponents, the rare cases above: CPython's own repr */
+        char *s = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+        if (s == NULL) return -1;
+        int rc = buf_put(b, s, (Py_ssize_t)strlen(s));
+        PyMem_Free(s);
+        return rc;
+    }
+    /* repr's layout: positional for 1e-4 <= |x| < 1e16, else d.ddde[+-]XX */
+    if (BUF_RESERVE(b, 48) < 0) return -1;
+    char *p = b->data + b->len;
+    if (x < 0) *p++ = '-';
+    if (decpt > -4 && decpt <= 16) {
+        if (decpt <= 0) {
+            *p++ = '0';
+            *p++ = '.';
+            memset(p, '0', (size_t)-decpt);
+            p += -decpt;
+            memcpy(p, digits, (size_t)n);
+            p += n;
+        } else if (decpt >= n) {
+            memcpy(p, digits, (size_t)n);
+            p += n;
+            memset(p, '0', (size_t)(decpt - n));
+            p += decpt - n;
+            *p++ = '.';
+            *p++ = '0';
+        } else {
+            memcpy(p, digits, (size_t)decpt);
+            p += decpt;
+            *p++ = '.';
+            memcpy(p, digits + decpt, (size_t)(n - decpt));
+            p += n - decpt;
+        }
+    } else {
+        *p++ = digits[0];
+        if (n > 1) {
+            *p++ = '.';
+            memcpy(p, digits + 1, (size_t)(n - 1));
+            p += n - 1;
+        }
+        int ex = decpt - 1;
+        *p++ = 'e';
+        *p++ = ex < 0 ? '-' : '+';
+        if (ex < 0) ex = -ex;
+        if (ex >= 100) {
+            *p++ = (char)('0' + ex / 100);
+            ex %= 100;
+        }
+        *p++ = (char)('0' + ex / 10);
+        *p++ = (char)('0' + ex % 10);
+    }
+    b->len = p - b->data;
+    return 0;
 }
 
 /* YYYY-MM-DD, as date.isoformat() */

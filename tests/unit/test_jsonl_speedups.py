@@ -22,7 +22,9 @@ import decimal
 import enum
 import importlib
 import io
+import math
 import os
+import struct
 import types
 from pathlib import Path
 from typing import Any
@@ -246,6 +248,33 @@ def test_value_renders_as_the_json_encoder_renders_it(c: Any, value: Any) -> Non
 def test_long_non_ascii_strings_render_as_the_json_encoder_renders_them(c: Any, text: str) -> None:
     for value in (text, {text: [text]}):
         assert outcome(c.value_to_json, value) == outcome(_format._ENCODE, value)
+
+
+def _float_json(x: float) -> str:
+    if x != x:
+        return "NaN"
+    return {math.inf: "Infinity", -math.inf: "-Infinity"}.get(x) or repr(x)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.floats()
+    | st.integers(0, 2**64 - 1).map(lambda bits: struct.unpack("<d", struct.pack("<Q", bits))[0])
+    | st.builds(lambda m, e: math.ldexp(m, e), st.integers(-(2**53), 2**53), st.integers(-140, 80))
+    | st.builds(lambda n, k: n / 10**k, st.integers(-(10**17), 10**17), st.integers(0, 20))
+)
+def test_floats_render_as_repr(c: Any, x: float) -> None:
+    """The renderer's own shortest round-trip digits (it hands CPython the cases it is unsure of): repr's text for
+    any double, random bit patterns, powers of two (a narrower rounding interval below), decimal fractions."""
+    assert c.value_to_json(x) == _float_json(x)
+
+
+def test_floats_at_the_edges_render_as_repr(c: Any) -> None:
+    edges = [0.0, -0.0, 5e-324, 2.0**-1022, 2.2250738585072014e-308, 1.7976931348623157e308, 1e-4, 1e-5, 9.999999999999999e-5,
+             1e15, 1e16, 9999999999999998.0, 1e17, 123456789012345678.0, 2.0**53, 2.0**53 + 2, 2.0**63, 2.0**64, 2.0**-80,
+             2.0**-81, 0.1, 0.2, 0.3, 1 / 3, 2 / 3, 4.35, 0.1 + 0.2, 1e22, 1e23, 5e-7, 1.5, -2.5, 9007199254740993.0]  # fmt: skip
+    for x in edges + [-x for x in edges] + [math.nextafter(x, math.inf) for x in edges]:
+        assert c.value_to_json(x) == _float_json(x), x
 
 
 @pytest.mark.parametrize("levels", [1, 30, 31, 32, 33, 40, 200])
