@@ -354,6 +354,49 @@ static inline uint64_t escape_hit(uint64_t w) {
     return (((w - 0x20 * ONES) & ~w) | ((q - ONES) & ~q) | ((bs - ONES) & ~bs)) & HIGHS;
 }
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+/* bit i set: byte i of src[0:16] must be looked at: below 0x20, '"' or '\\' (with `high`, any byte >= 0x80 too) */
+static inline unsigned special16(const unsigned char *src, int high) {
+    __m128i v = _mm_loadu_si128((const __m128i *)src);
+    __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+    hit = _mm_or_si128(hit, _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1F)), v));
+    unsigned m = (unsigned)_mm_movemask_epi8(hit);
+    return high ? m | (unsigned)_mm_movemask_epi8(v) : m;
+}
+#endif
+
+/* copy src[*pi:n] to *pp up to the first byte that must be looked at (see special16), or to the end: 16 bytes at
+   a time (SSE2), then 8 (SWAR). The caller has room for the rest of the text at *pp. */
+static inline void copy_plain(char **pp, const unsigned char *src, Py_ssize_t *pi, Py_ssize_t n, int high) {
+    char *p = *pp;
+    Py_ssize_t i = *pi;
+#ifdef __SSE2__
+    while (i + 16 <= n) {
+        unsigned m = special16(src + i, high);
+        _mm_storeu_si128((__m128i *)p, _mm_loadu_si128((const __m128i *)(src + i)));
+        if (m) {
+            int j = __builtin_ctz(m);
+            *pp = p + j;
+            *pi = i + j;
+            return;
+        }
+        p += 16;
+        i += 16;
+    }
+#endif
+    while (i + 8 <= n) {
+        uint64_t w;
+        memcpy(&w, src + i, 8);
+        if ((high && (w & HIGHS)) || escape_hit(w)) break;
+        memcpy(p, &w, 8);
+        p += 8;
+        i += 8;
+    }
+    *pp = p;
+    *pi = i;
+}
+
 /* append the UTF-8 (or ASCII) text src[0:n] as a JSON string literal, escaped as json's encode_basestring
    (ensure_ascii=False) does: only characters below 0x20, '"' and '\\' are escaped */
 static inline int buf_quoted_utf8(Buf *b, const unsigned char *src, Py_ssize_t n) {
@@ -370,14 +413,7 @@ static inline int buf_quoted_utf8(Buf *b, const unsigned char *src, Py_ssize_t n
     *p++ = '"';
     Py_ssize_t i = 0;
     while (i < n) {
-        while (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, src + i, 8);
-            if (escape_hit(w)) break;
-            memcpy(p, &w, 8);
-            p += 8;
-            i += 8;
-        }
+        copy_plain(&p, src, &i, n, 0);
         Py_ssize_t stop = i + 8 < n ? i + 8 : n;
         for (; i < stop; i++) {
             unsigned char c = src[i];
@@ -414,14 +450,7 @@ static inline int buf_quoted_checked(Buf *b, const unsigned char *src, Py_ssize_
     *p++ = '"';
     Py_ssize_t i = 0;
     while (i < n) {
-        while (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, src + i, 8);
-            if ((w & HIGHS) || escape_hit(w)) break;
-            memcpy(p, &w, 8);
-            p += 8;
-            i += 8;
-        }
+        copy_plain(&p, src, &i, n, 1);
         Py_ssize_t stop = i + 8 < n ? i + 8 : n;
         while (i < stop) {
             unsigned char c = src[i];

@@ -1575,6 +1575,49 @@ decode_events(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromSsize_t(i);
 }
 
+/* cut_events(data, pos, limit) -> (raws, offsets, new pos): the events of a binlog file's bytes (any buffer: bytes,
+ * mmap) from pos, each sliced once, up to `limit` of them; it stops early at an event whose header is incomplete or
+ * whose size is impossible or runs past the end, which the pure-Python reader then describes (the hot loop of
+ * read_binlog_file) */
+static PyObject *
+cut_events(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "cut_events(data, pos, limit)");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]), limit = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *b = (const unsigned char *)view.buf;
+    Py_ssize_t n = view.len;
+    PyObject *raws = PyList_New(0), *offsets = PyList_New(0), *result = NULL;
+    if (raws == NULL || offsets == NULL || pos < 0)
+        goto done;
+    while (pos < n && PyList_GET_SIZE(raws) < limit && n - pos >= 19) {
+        Py_ssize_t size = (Py_ssize_t)u32le(b + pos + 9);
+        if (size < 19 || size > n - pos)
+            break;
+        PyObject *raw = PyBytes_FromStringAndSize((const char *)b + pos, size);
+        PyObject *off = raw ? PyLong_FromSsize_t(pos) : NULL;
+        int rc = off == NULL ? -1 : PyList_Append(raws, raw) < 0 ? -1 : PyList_Append(offsets, off);
+        Py_XDECREF(raw);
+        Py_XDECREF(off);
+        if (rc < 0)
+            goto done;
+        pos += size;
+    }
+    result = Py_BuildValue("OOn", raws, offsets, pos);
+done:
+    Py_XDECREF(raws);
+    Py_XDECREF(offsets);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 /* frame_events(buf, pos, end, max_bytes, seq) -> (events, new pos, new seq, stop payload or None), or None when
  * the pure-Python framer must take the next packet (a sequence gap, a 16 MiB packet, a partial packet): the hot
  * loop of PacketFramer.next_batch, cutting each event straight out of the receive buffer (one copy). */
@@ -1768,6 +1811,8 @@ static PyMethodDef module_methods[] = {
     {"utf8", (PyCFunction)py_utf8, METH_O, "utf8(data) -> data decoded as strict UTF-8, like bytes.decode()"},
     {"set_event_classes", (PyCFunction)set_event_classes, METH_O,
      "set_event_classes(((cls, slot names), ...)): the event classes decode_events builds"},
+    {"cut_events", (PyCFunction)(void (*)(void))cut_events, METH_FASTCALL,
+     "cut_events(data, pos, limit) -> (raws, offsets, pos): a binlog file's events, each sliced once"},
     {"frame_events", (PyCFunction)(void (*)(void))frame_events, METH_FASTCALL,
      "frame_events(buf, pos, end, max_bytes, seq) -> (events, pos, seq, stop payload) or None"},
     {"decode_events", (PyCFunction)(void (*)(void))decode_events, METH_FASTCALL,

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..errors import DecodeError, NotABinlogError, TruncatedError
+from ..protocol._accel import speedups
 from ..protocol._constants import BINLOG_MAGIC, HEADER_LEN
 from ..protocol._decoder import EventDecoder
 from ..protocol._events import Event, RotateEvent, TransactionPayloadEvent
@@ -84,10 +85,13 @@ def read_binlog_file(
         # Events are cut and decoded in chunks (one decode_batch call each); a chunk is small, so a reader that
         # stops early leaves the decoder at most _CHUNK events ahead. Errors come after the events before them.
         size_at = _SIZE.unpack_from
+        cut = speedups.cut_events if speedups is not None else None
         while pos < n:
             raws: list[bytes] = []
             offsets: list[int] = []
             error: DecodeError | None = None
+            if cut is not None:  # the compiled core cuts the chunk; it stops before an event it cannot cut
+                raws, offsets, pos = cut(data, pos, _CHUNK)
             while pos < n and len(raws) < _CHUNK:
                 if pos + HEADER_LEN <= n:
                     size = size_at(data, pos + _SIZE_OFFSET)[0]

@@ -5,6 +5,8 @@
 * ``frame_events``: ``PacketFramer.next_batch`` returns the same batches, positions and sequence ids with the
   compiled loop as without it, on random packet streams fed in random pieces (sequence gaps, 16 MiB packets, EOF
   and ERR packets included).
+* ``cut_events``: ``read_binlog_file`` yields the same events and raises the same error with the compiled cutter
+  as without it, on files cut at every byte and with an impossible event size.
 * ``decode_events``: every event of every corpus file is the same (repr, rows, errors) with the compiled loop as
   with the pure-Python one.
 * ``Ready``: the finished awaitable ``BinlogStream.__anext__`` returns for decoded events.
@@ -30,6 +32,7 @@ from mybinlog.protocol import _accel, _decoder, _packets
 from mybinlog.protocol._decoder import EventDecoder
 from mybinlog.protocol._events import RowsEvent
 from mybinlog.protocol._packets import MAX_PACKET_PAYLOAD, PacketFramer
+from mybinlog.source import _files
 from tests.corpus import binlog_files
 from tests.unit.test_speedups import require_speedups
 
@@ -39,6 +42,44 @@ speedups: Any = _accel.speedups
 @pytest.fixture(autouse=True)
 def _compiled_core() -> None:
     require_speedups()  # skipped in the MYBINLOG_NO_EXTENSIONS pass, failed under CI=true without the extension
+
+
+# -- cut_events (read_binlog_file) ----------------------------------------------------------------------------
+
+
+def _file_outcome(path: Path) -> tuple[list[str], str | None]:
+    events: list[str] = []
+    try:
+        for ev in _files.read_binlog_file(path):
+            events.append(repr(ev))
+    except Exception as exc:  # the same error, whichever cut the events
+        return events, f"{type(exc).__name__}: {exc}"
+    return events, None
+
+
+def test_cut_events_reads_files_as_the_python_loop_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.unit.test_event_vectors import MYSQL8_POST_HEADERS, event, fde_event
+
+    fde = fde_event("8.0.36", MYSQL8_POST_HEADERS, 1)
+    xids = [event(16, (i + 1).to_bytes(8, "little"), crc=True, log_pos=0) for i in range(70)]  # > one chunk
+    whole = b"\xfebin" + fde + b"".join(xids)
+    files = {f"cut{at}": whole[:at] for at in range(4, len(whole) + 1, 7)}
+    for k in (0, 30, 64, 69):  # the size field of the k-th XID: below a header's, or running past the end
+        at = 4 + len(fde) + k * len(xids[0]) + 9
+        for size in (7, 18, 1 << 31):
+            files[f"size {size} at {k}"] = whole[:at] + size.to_bytes(4, "little") + whole[at + 4 :]
+    cuts = 0
+    for name, data in files.items():
+        path = tmp_path / name.replace(" ", "_")
+        path.write_bytes(data)
+        compiled = _file_outcome(path)
+        with monkeypatch.context() as m:
+            m.setattr(_files, "speedups", None)
+            python = _file_outcome(path)
+        assert compiled == python, name
+        cuts += len(compiled[0])
+    assert cuts > 1000
+    assert speedups.cut_events(whole, 4, 5)[2] > 4  # the compiled cutter really runs
 
 
 # -- CRC32 ----------------------------------------------------------------------------------------------------
