@@ -366,131 +366,116 @@ static inline unsigned special16(const unsigned char *src, int high) {
 }
 #endif
 
-/* copy src[*pi:n] to *pp up to the first byte that must be looked at (see special16), or to the end: 16 bytes at
-   a time (SSE2), then 8 (SWAR). The caller has room for the rest of the text at *pp. */
-static inline void copy_plain(char **pp, const unsigned char *src, Py_ssize_t *pi, Py_ssize_t n, int high) {
-    char *p = *pp;
-    Py_ssize_t i = *pi;
-#ifdef __SSE2__
-    while (i + 16 <= n) {
-        unsigned m = special16(src + i, high);
-        _mm_storeu_si128((__m128i *)p, _mm_loadu_si128((const __m128i *)(src + i)));
-        if (m) {
-            int j = __builtin_ctz(m);
-            *pp = p + j;
-            *pi = i + j;
-            return;
-        }
-        p += 16;
-        i += 16;
-    }
-#endif
-    while (i + 8 <= n) {
-        uint64_t w;
-        memcpy(&w, src + i, 8);
-        if ((high && (w & HIGHS)) || escape_hit(w)) break;
-        memcpy(p, &w, 8);
-        p += 8;
-        i += 8;
-    }
-    *pp = p;
-    *pi = i;
+/* The length of the valid strict UTF-8 sequence starting at src[i] (a byte >= 0x80), or 0: invalid, overlong, a
+   surrogate, past U+10FFFF, or cut by the end of the text */
+static inline int utf8_sequence(const unsigned char *src, Py_ssize_t i, Py_ssize_t n) {
+    unsigned char c = src[i];
+    int len = c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
+    if (!len || i + len > n) return 0;
+    for (int k = 1; k < len; k++)
+        if ((src[i + k] & 0xC0) != 0x80) return 0;
+    if ((c == 0xE0 && src[i + 1] < 0xA0) || (c == 0xED && src[i + 1] >= 0xA0) || (c == 0xF0 && src[i + 1] < 0x90) ||
+        (c == 0xF4 && src[i + 1] >= 0x90))
+        return 0;
+    return len;
 }
 
-/* append the UTF-8 (or ASCII) text src[0:n] as a JSON string literal, escaped as json's encode_basestring
-   (ensure_ascii=False) does: only characters below 0x20, '"' and '\\' are escaped */
-static inline int buf_quoted_utf8(Buf *b, const unsigned char *src, Py_ssize_t n) {
-    if (n > (PY_SSIZE_T_MAX - 2) / 6) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    /* room for the worst case (every character as \u00XX) when that is small; otherwise for the plain text
-       first, and for the worst case of the rest at the first escape */
-    Py_ssize_t room = n <= (1 << 16) ? 6 * n + 2 : n + 2;
-    if (BUF_RESERVE(b, room) < 0) return -1;
-    int roomy = room > n + 2;
-    char *p = b->data + b->len;
-    *p++ = '"';
-    Py_ssize_t i = 0;
-    while (i < n) {
-        copy_plain(&p, src, &i, n, 0);
-        Py_ssize_t stop = i + 8 < n ? i + 8 : n;
-        for (; i < stop; i++) {
-            unsigned char c = src[i];
-            if (!NEEDS_ESCAPE(c)) {
-                *p++ = (char)c;
-                continue;
-            }
-            if (!roomy) {
-                b->len = p - b->data;
-                if (BUF_RESERVE(b, 6 * (n - i) + 1) < 0) return -1;
-                p = b->data + b->len;
-                roomy = 1;
-            }
-            p = put_escaped_ascii(p, c);
-        }
-    }
-    *p++ = '"';
-    b->len = p - b->data;
-    return 0;
-}
-
-/* utf8_scan and buf_quoted_utf8 in one pass: append src[0:n] as a JSON string literal when it is valid strict
-   UTF-8 (returns 0), or append nothing and return 1 when it is not; -1 on error (no memory) */
-static inline int buf_quoted_checked(Buf *b, const unsigned char *src, Py_ssize_t n) {
+/* src[0:n] as a JSON string literal, escaped as json's encode_basestring (ensure_ascii=False) does: characters
+   below 0x20, '"' and '\\'. With `check`, the text must be valid strict UTF-8: when it is not, nothing is appended
+   and 1 is returned. 0 when written, -1 on error (no memory). Plain runs are copied 16 bytes at a time (SSE2; 8 with
+   SWAR otherwise), and within a block only the bytes to look at are visited. */
+__attribute__((always_inline)) static inline int quote_text(Buf *b, const unsigned char *src, Py_ssize_t n, int check) {
     if (n > (PY_SSIZE_T_MAX - 2) / 6) {
         PyErr_NoMemory();
         return -1;
     }
     Py_ssize_t start = b->len;
+    /* room for the worst case (every character as \u00XX) when that is small; otherwise for the plain text
+       first, and for the worst case of the rest at the first escape */
     Py_ssize_t room = n <= (1 << 16) ? 6 * n + 2 : n + 2;
-    if (BUF_RESERVE(b, room) < 0) return -1;
+    if (BUF_RESERVE(b, room + 16) < 0) return -1; /* 16: the slack of the 16-byte writes below */
     int roomy = room > n + 2;
     char *p = b->data + b->len;
     *p++ = '"';
     Py_ssize_t i = 0;
+#define QUOTE_ESCAPE(c)                                              \
+    do {                                                             \
+        if (!roomy) {                                                \
+            b->len = p - b->data;                                    \
+            if (BUF_RESERVE(b, 6 * (n - i) + 17) < 0) return -1;     \
+            p = b->data + b->len;                                    \
+            roomy = 1;                                               \
+        }                                                            \
+        p = put_escaped_ascii(p, (c));                               \
+    } while (0)
+#ifdef __SSE2__
+    unsigned char block[32] = {0}; /* a block and room to read 16 bytes from any offset in it */
+    while (i + 16 <= n) {
+        unsigned m = special16(src + i, check);
+        /* no escape yet, or room for the worst case: the 16 bytes fit where they go */
+        _mm_storeu_si128((__m128i *)p, _mm_loadu_si128((const __m128i *)(src + i)));
+        if (!m) {
+            p += 16;
+            i += 16;
+            continue;
+        }
+        memcpy(block, src + i, 16);
+        Py_ssize_t done = 0; /* bytes of this block written */
+        while (m) {
+            int j = __builtin_ctz(m);
+            memcpy(p, block + done, 16); /* the run up to byte j, and bytes that the next write covers (slack) */
+            p += j - done;
+            unsigned char c = block[j];
+            if (c < 0x80) {
+                i += j; /* for QUOTE_ESCAPE's room: the rest of the text starts here */
+                QUOTE_ESCAPE(c);
+                i -= j;
+                done = j + 1;
+            } else {
+                int len = utf8_sequence(src, i + j, n);
+                if (!len) goto invalid;
+                memcpy(p, src + i + j, (size_t)len);
+                p += len;
+                done = j + len; /* may pass the block's end */
+            }
+            m = done >= 16 ? 0 : m & (~0u << done);
+        }
+        if (done < 16) {
+            memcpy(p, block + done, 16);
+            p += 16 - done;
+            done = 16;
+        }
+        i += done;
+    }
+#endif
     while (i < n) {
-        copy_plain(&p, src, &i, n, 1);
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, src + i, 8);
+            if ((check && (w & HIGHS)) || escape_hit(w)) break;
+            memcpy(p, &w, 8);
+            p += 8;
+            i += 8;
+        }
         Py_ssize_t stop = i + 8 < n ? i + 8 : n;
         while (i < stop) {
             unsigned char c = src[i];
-            if (c < 0x80) {
-                if (!NEEDS_ESCAPE(c)) {
-                    *p++ = (char)c;
-                } else {
-                    if (!roomy) {
-                        b->len = p - b->data;
-                        if (BUF_RESERVE(b, 6 * (n - i) + 1) < 0) return -1;
-                        p = b->data + b->len;
-                        roomy = 1;
-                    }
-                    p = put_escaped_ascii(p, c);
-                }
-                i++;
+            if (c >= 0x80 && check) {
+                int len = utf8_sequence(src, i, n);
+                if (!len) goto invalid;
+                memcpy(p, src + i, (size_t)len);
+                p += len;
+                i += len;
                 continue;
             }
-            int len;
-            if (c < 0xC2)
-                goto invalid;
-            else if (c < 0xE0)
-                len = 2;
-            else if (c < 0xF0)
-                len = 3;
-            else if (c < 0xF5)
-                len = 4;
+            if (NEEDS_ESCAPE(c))
+                QUOTE_ESCAPE(c);
             else
-                goto invalid;
-            if (i + len > n) goto invalid;
-            for (int k = 1; k < len; k++)
-                if ((src[i + k] & 0xC0) != 0x80) goto invalid;
-            if ((c == 0xE0 && src[i + 1] < 0xA0) || (c == 0xED && src[i + 1] >= 0xA0) ||
-                (c == 0xF0 && src[i + 1] < 0x90) || (c == 0xF4 && src[i + 1] >= 0x90))
-                goto invalid; /* overlong, a surrogate, past U+10FFFF */
-            memcpy(p, src + i, (size_t)len);
-            p += len;
-            i += len;
+                *p++ = (char)c;
+            i++;
         }
     }
+#undef QUOTE_ESCAPE
     *p++ = '"';
     b->len = p - b->data;
     return 0;
@@ -498,6 +483,13 @@ invalid:
     b->len = start;
     return 1;
 }
+
+/* append the UTF-8 (or ASCII) text src[0:n] as a JSON string literal (see quote_text) */
+static inline int buf_quoted_utf8(Buf *b, const unsigned char *src, Py_ssize_t n) { return quote_text(b, src, n, 0); }
+
+/* the same when src is valid strict UTF-8 (0); when it is not, nothing is appended and 1 is returned (utf8_scan and
+   buf_quoted_utf8 in one pass); -1 on error */
+static inline int buf_quoted_checked(Buf *b, const unsigned char *src, Py_ssize_t n) { return quote_text(b, src, n, 1); }
 
 /* at or above this many bytes, non-ASCII text is decoded by CPython's UTF-8 decoder (_speedups.c utf8_fast) */
 #define UTF8_LONG 32
