@@ -58,6 +58,7 @@ from ._events import (
     XaPrepareEvent,
     XidEvent,
     fast_constructor,
+    fast_constructors,
     fields_of_header,
 )
 from ._gtid import MariaDBGtid, MariaDBGtidSet, MySQLGtid, MySQLGtidSet
@@ -95,6 +96,12 @@ _V2_ROWS = frozenset({30, 31, 32, 39})
 _UPDATE_ROWS = frozenset(int(c) for c, cls in ROWS_EVENT_CLASSES.items() if cls.kind == "update") | {21}
 _COMPRESSED_ROWS_MIN = int(EventType.WRITE_ROWS_COMPRESSED_EVENT_V1)
 
+fast_constructors(
+    [FormatDescriptionEvent, RotateEvent, StopEvent, OtherEvent, QueryEvent, XidEvent, TableMapEvent, GtidEvent,
+     MariadbGtidEvent, MariadbGtidListEvent, PreviousGtidsEvent, RowsQueryEvent, AnnotateRowsEvent, HeartbeatEvent,
+     TransactionPayloadEvent, XaPrepareEvent, IntvarEvent, RandEvent, UserVarEvent, IncidentEvent,
+     BinlogCheckpointEvent, *ROWS_EVENT_CLASSES.values()]
+)  # fmt: skip
 _new_fde = fast_constructor(FormatDescriptionEvent)
 _new_rotate = fast_constructor(RotateEvent)
 _new_stop = fast_constructor(StopEvent)

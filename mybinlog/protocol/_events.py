@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -82,6 +82,8 @@ class Event:
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class FormatDescriptionEvent(Event):
+    """FORMAT_DESCRIPTION_EVENT: the server version, binlog version, checksum algorithm and post-header lengths."""
+
     binlog_version: int
     server_version: str
     create_timestamp: int
@@ -100,6 +102,8 @@ class FormatDescriptionEvent(Event):
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class RotateEvent(Event):
+    """ROTATE_EVENT: the binlog continues in ``next_file`` at ``position``."""
+
     position: int
     next_file: str
 
@@ -109,11 +113,13 @@ class RotateEvent(Event):
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class StopEvent(Event):
-    pass
+    """STOP_EVENT: the server stopped; the binlog file ends here."""
 
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class QueryEvent(Event):
+    """QUERY_EVENT: a statement (DDL, BEGIN, COMMIT, or DML in statement format) and its default schema."""
+
     thread_id: int
     exec_time: int
     error_code: int
@@ -129,6 +135,8 @@ class QueryEvent(Event):
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class XidEvent(Event):
+    """XID_EVENT: the commit of an InnoDB transaction, with its XA id."""
+
     xid: int
 
     def describe(self) -> str:
@@ -198,6 +206,8 @@ class MariadbGtidEvent(Event):
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class PreviousGtidsEvent(Event):
+    """MySQL's PREVIOUS_GTIDS_LOG_EVENT: the GTID set executed before this binlog file."""
+
     gtid_set: MySQLGtidSet
 
     def describe(self) -> str:
@@ -206,6 +216,8 @@ class PreviousGtidsEvent(Event):
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class MariadbGtidListEvent(Event):
+    """MariaDB's GTID_LIST_EVENT: the last GTID of each replication domain before this binlog file."""
+
     gtid_set: MariaDBGtidSet
     list_flags: int = 0
 
@@ -215,6 +227,8 @@ class MariadbGtidListEvent(Event):
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class BinlogCheckpointEvent(Event):
+    """MariaDB's BINLOG_CHECKPOINT_EVENT: the oldest binlog file crash recovery may still need."""
+
     checkpoint_file: str
 
     def describe(self) -> str:
@@ -223,6 +237,8 @@ class BinlogCheckpointEvent(Event):
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class TableMapEvent(Event):
+    """TABLE_MAP_EVENT: the table (schema, name, columns) that the rows events after it refer to by ``table_id``."""
+
     table_id: int
     table: TableMap
 
@@ -327,11 +343,15 @@ class RowsEvent(Event):
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class WriteRowsEvent(RowsEvent):
+    """WRITE_ROWS_EVENT (v1, v2, MariaDB compressed): inserted rows."""
+
     kind: ClassVar[str] = "insert"
 
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class UpdateRowsEvent(RowsEvent):
+    """UPDATE_ROWS_EVENT (v1, v2, MariaDB compressed, MySQL partial JSON): ``rows`` are ``(before, after)`` pairs."""
+
     kind: ClassVar[str] = "update"
     _image_mode: ClassVar[int] = 1
 
@@ -350,11 +370,16 @@ class PartialUpdateRowsEvent(UpdateRowsEvent):
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class DeleteRowsEvent(RowsEvent):
+    """DELETE_ROWS_EVENT (v1, v2, MariaDB compressed): deleted rows."""
+
     kind: ClassVar[str] = "delete"
 
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class RowsQueryEvent(Event):
+    """MySQL's ROWS_QUERY_LOG_EVENT: the statement behind the rows events that follow
+    (``binlog_rows_query_log_events``)."""
+
     query: str
 
     def describe(self) -> str:
@@ -418,6 +443,8 @@ class TransactionPayloadEvent(Event):
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class XaPrepareEvent(Event):
+    """XA_PREPARE_LOG_EVENT: an XA transaction prepared (or committed in one phase)."""
+
     one_phase: bool
     format_id: int
     gtrid: bytes
@@ -429,6 +456,8 @@ class XaPrepareEvent(Event):
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class IntvarEvent(Event):
+    """INTVAR_EVENT: LAST_INSERT_ID or INSERT_ID for the next statement (statement format)."""
+
     INVALID_INT: ClassVar[int] = 0
     LAST_INSERT_ID: ClassVar[int] = 1
     INSERT_ID: ClassVar[int] = 2
@@ -443,6 +472,8 @@ class IntvarEvent(Event):
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class RandEvent(Event):
+    """RAND_EVENT: the RAND() seeds for the next statement (statement format)."""
+
     seed1: int
     seed2: int
 
@@ -452,6 +483,8 @@ class RandEvent(Event):
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class UserVarEvent(Event):
+    """USER_VAR_EVENT: a user variable the next statement uses (statement format)."""
+
     name: str
     is_null: bool
     value_type: int | None = None
@@ -465,6 +498,8 @@ class UserVarEvent(Event):
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class IncidentEvent(Event):
+    """INCIDENT_EVENT: the server lost events here (a replica must stop or resynchronize)."""
+
     incident: int
     message: str
 
@@ -509,29 +544,48 @@ def fields_of_header() -> tuple[str, ...]:
     return _HEADER_FIELDS
 
 
+_FAST: dict[type, Callable[..., Any]] = {}
+
+
 def fast_constructor(cls: type[_E]) -> Callable[..., _E]:
     """A positional constructor for the decoder's hot path, equivalent to the keyword-only dataclass one.
 
     ``make(timestamp, type_code, server_id, size, log_pos, flags, offset, file, *own_fields)``: the header
     fields, then the class's own fields in declaration order (those with defaults may be left out). It skips
     the keyword matching of the generated ``__init__`` (about 3x cheaper per event); the public constructor
-    is unchanged.
+    is unchanged. Made once per class (:func:`fast_constructors` makes many in one compile).
     """
-    own = [f for f in dataclasses.fields(cls) if f.name not in _HEADER_FIELDS and f.name != "in_payload"]
-    params = list(_HEADER_FIELDS)
-    ns: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    for f in own:
-        if f.default is not dataclasses.MISSING:
-            ns[f"_d_{f.name}"] = f.default
-            params.append(f"{f.name}=_d_{f.name}")
-        else:
-            params.append(f.name)
-    body = ["    self = _new(_cls)"]
-    body += [f"    self.{name} = {name}" for name in _HEADER_FIELDS]
-    body.append("    self.in_payload = False")
-    body += [f"    self.{f.name} = {f.name}" for f in own]
-    body.append("    return self")
-    src = f"def make({', '.join(params)}):\n" + "\n".join(body)
-    exec(compile(src, f"<mybinlog fast {cls.__name__}>", "exec"), ns)
-    make: Callable[..., _E] = ns["make"]
+    make = _FAST.get(cls)
+    if make is None:
+        fast_constructors([cls])
+        make = _FAST[cls]
     return make
+
+
+def fast_constructors(classes: Iterable[type[Event]]) -> None:
+    """Make the fast constructors of ``classes`` (one ``compile`` for all of them: it is most of their cost)."""
+    ns: dict[str, Any] = {"_new": object.__new__}
+    sources: list[str] = []
+    made: list[tuple[type, str]] = []
+    for k, cls in enumerate(dict.fromkeys(c for c in classes if c not in _FAST)):
+        own = [f for f in dataclasses.fields(cls) if f.name not in _HEADER_FIELDS and f.name != "in_payload"]
+        params = list(_HEADER_FIELDS)
+        ns[f"_cls{k}"] = cls
+        for f in own:
+            if f.default is not dataclasses.MISSING:
+                ns[f"_d{k}_{f.name}"] = f.default
+                params.append(f"{f.name}=_d{k}_{f.name}")
+            else:
+                params.append(f.name)
+        body = [f"    self = _new(_cls{k})"]
+        body += [f"    self.{name} = {name}" for name in _HEADER_FIELDS]
+        body.append("    self.in_payload = False")
+        body += [f"    self.{f.name} = {f.name}" for f in own]
+        body.append("    return self")
+        sources.append(f"def make{k}({', '.join(params)}):\n" + "\n".join(body))
+        made.append((cls, f"make{k}"))
+    if not made:
+        return
+    exec(compile("\n\n".join(sources), "<mybinlog fast constructors>", "exec"), ns)
+    for cls, name in made:
+        _FAST[cls] = ns[name]
