@@ -16,7 +16,7 @@ from ..errors import MybinlogError
 from ..protocol._events import Event
 from ..protocol._format import event_to_json, event_to_text, events_to_jsonl, events_to_jsonl_utf8
 from ..source._files import iter_binlog_events
-from ._common import add_source_arguments, source_dsn
+from ._common import ArgumentParser, add_source_arguments, source_dsn
 
 __all__ = ["main"]
 
@@ -35,7 +35,7 @@ def _version() -> str:
 def _build_parser(plugins: bool = True) -> argparse.ArgumentParser:
     """The argument parser; ``plugins=False`` leaves out the subcommands living in their own modules (their
     imports cost start-up time that ``mybinlog dump`` does not need)."""
-    parser = argparse.ArgumentParser(prog="mybinlog", description="MySQL/MariaDB change data capture tools.")
+    parser = ArgumentParser(prog="mybinlog", description="MySQL/MariaDB change data capture tools.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
     parser.add_argument(
         "--version",

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from ..errors import ConfigurationError, MybinlogError, SourceConnectionError
-from ._common import add_source_arguments, add_target_arguments, source_dsn, target_url
+from ._common import ArgumentParser, add_source_arguments, add_target_arguments, source_dsn, target_url
 
 __all__ = ["register"]
 
@@ -284,7 +284,7 @@ _REPLICA_OPTIONS = {
 
 def _replicate_parser() -> argparse.ArgumentParser:
     """A parser of ``replicate`` alone, for its defaults: an option whose value differs from its default was given."""
-    sub = argparse.ArgumentParser(add_help=False).add_subparsers()
+    sub = ArgumentParser(add_help=False).add_subparsers()
     register(sub)
     parser: argparse.ArgumentParser = sub.choices["replicate"]
     return parser

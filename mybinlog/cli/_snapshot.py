@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from ..errors import ConfigurationError, MybinlogError
 from ..snapshot._chunks import parse_key_range
-from ._common import add_source_arguments, add_target_arguments, source_dsn, target_url
+from ._common import ArgumentParser, add_source_arguments, add_target_arguments, source_dsn, target_url
 
 __all__ = ["add_arguments", "main", "options_from_args", "register", "run"]
 
@@ -239,7 +239,7 @@ def run(args: argparse.Namespace, *, spark_submit: bool = False, err: TextIO | _
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``spark-submit mybinlog/snapshot/job.py --source ... --target ...``"""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="job.py",
         description="mybinlog snapshot job: copy MySQL/MariaDB tables into ClickHouse in parallel primary-key "
         "chunks, consistent with the binlog (docs/snapshot.md).",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -288,3 +290,28 @@ def test_snapshot_options_take_both_password_files(tmp_path: Path) -> None:
     assert options.source.password == "db-pw"
     assert urlsplit(options.target).password == "ch-pw"
     assert "db-pw" not in repr(options.source)
+
+
+def test_help_is_as_wide_as_columns_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's help formatter sizes itself as argparse's does (COLUMNS, the terminal, else 80), without shutil."""
+    from mybinlog.cli import _main
+
+    for columns in ("50", "100"):
+        monkeypatch.setenv("COLUMNS", columns)
+        monkeypatch.setattr(common, "_COLUMNS", [])
+        text = _main._build_parser(plugins=False).format_help()
+        assert max(map(len, text.splitlines())) <= int(columns) - 2
+        assert max(map(len, text.splitlines())) > int(columns) - 20
+
+
+def test_dump_of_a_file_does_not_import_what_it_does_not_need(tmp_path: Path) -> None:
+    """Start-up counts in every `mybinlog dump`: shutil (argparse's terminal size) and the server-side stack stay
+    out of it."""
+    empty = tmp_path / "empty.000001"
+    empty.write_bytes(b"\xfebin")
+    code = (
+        "import sys; from mybinlog.cli import main; rc = main(['dump', '--format', 'jsonl', '--file', sys.argv[1]]); "
+        "print(sorted(m for m in ('shutil', 'asyncio', 'asyncmy', 'mybinlog.source._stream') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(empty)], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
