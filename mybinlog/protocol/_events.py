@@ -396,9 +396,13 @@ class AnnotateRowsEvent(Event):
 
     _query: str | bytes
 
-    def __init__(self, *, query: str | bytes, **header: Any) -> None:
+    def __init__(self, *, query: str | bytes | None = None, _query: str | bytes | None = None, **header: Any) -> None:
+        # _query: the field's own name, which dataclasses.replace() passes
+        text = query if query is not None else _query
+        if text is None:
+            raise TypeError("AnnotateRowsEvent() needs query")
         Event.__init__(self, **header)
-        self._query = query
+        self._query = text
 
     @property
     def query(self) -> str:

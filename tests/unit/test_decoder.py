@@ -7,6 +7,7 @@ optional-metadata details the corpus showed to matter (key order, flavor rules, 
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from typing import Any
 
@@ -451,4 +452,6 @@ def test_annotate_rows_query_is_decoded_when_read(text: bytes) -> None:
     built = AnnotateRowsEvent(type_code=160, timestamp=1, server_id=1, size=19, log_pos=0, flags=0, query="q")
     assert (built.query, built.offset, built.in_payload) == ("q", None, False)
     with pytest.raises(TypeError):
-        AnnotateRowsEvent(type_code=160, timestamp=1, server_id=1, size=19, log_pos=0, flags=0)  # type: ignore[call-arg]
+        AnnotateRowsEvent(type_code=160, timestamp=1, server_id=1, size=19, log_pos=0, flags=0)
+    assert dataclasses.replace(one, timestamp=5).query == one.query
+    assert dataclasses.replace(one, query="other").query == "other"
