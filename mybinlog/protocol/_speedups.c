@@ -1595,8 +1595,12 @@ cut_events(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     const unsigned char *b = (const unsigned char *)view.buf;
     Py_ssize_t n = view.len;
     PyObject *raws = PyList_New(0), *offsets = PyList_New(0), *result = NULL;
-    if (raws == NULL || offsets == NULL || pos < 0)
+    if (raws == NULL || offsets == NULL)
         goto done;
+    if (pos < 0 || limit < 0) {
+        PyErr_SetString(PyExc_ValueError, "cut_events: pos and limit must be >= 0");
+        goto done;
+    }
     while (pos < n && PyList_GET_SIZE(raws) < limit && n - pos >= 19) {
         Py_ssize_t size = (Py_ssize_t)u32le(b + pos + 9);
         if (size < 19 || size > n - pos)
