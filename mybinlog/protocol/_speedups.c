@@ -48,7 +48,9 @@ enum {
     OP_SET,          /* a = bytes (1..8), little-endian bits; obj = the values tuple (a frozenset of them) or None */
 };
 
-enum { TEXT_BYTES = 0, TEXT_CODEC = 1, TEXT_UTF8 = 2, TEXT_UTF8_OR_BYTES = 3, TEXT_CALL = 4 };
+/* TEXT_CODEC_ASCII: a codec that decodes ASCII bytes as ASCII (latin1, GBK...): render_json writes ASCII-only
+   text of it as it is */
+enum { TEXT_BYTES = 0, TEXT_CODEC = 1, TEXT_UTF8 = 2, TEXT_UTF8_OR_BYTES = 3, TEXT_CALL = 4, TEXT_CODEC_ASCII = 5 };
 
 typedef struct {
     int kind;
@@ -375,6 +377,7 @@ decode_text(int mode, PyObject *codec, const char *p, Py_ssize_t n)
     case TEXT_UTF8:
         return decode_utf8(p, n);
     case TEXT_CODEC:
+    case TEXT_CODEC_ASCII:
         return PyUnicode_Decode(p, n, PyUnicode_AsUTF8(codec), NULL);
     case TEXT_UTF8_OR_BYTES: {
         PyObject *s = decode_utf8(p, n);
@@ -843,6 +846,11 @@ render_text(Buf *b, int mode, const unsigned char *s, Py_ssize_t n, Py_ssize_t p
         return rc == 1 ? buf_hex(b, s, n, 0) : rc;
     case TEXT_BYTES:
         return buf_hex(b, s, n, pad);
+    case TEXT_CODEC_ASCII: /* ASCII-only text is the same text in this codec; anything else must be decoded */
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (s[i] >= 0x80)
+                return RENDER_GIVE_UP;
+        return buf_quoted_utf8(b, s, n);
     default: /* another codec, or a value function (binary JSON, VECTOR) */
         return RENDER_GIVE_UP;
     }
@@ -1059,13 +1067,41 @@ render_value(Buf *b, Op *op, const unsigned char *data, Py_ssize_t *ppos, Py_ssi
         rc = buf_ull(b, read_be(p, op->a));
         pos += op->a;
         break;
-    case OP_SET:
-        if (op->obj != Py_None)
-            return RENDER_GIVE_UP; /* a frozenset of the members: the renderer's Python encoder writes it */
+    case OP_SET: {
         RNEED(op->a);
-        rc = buf_ull(b, read_le(p, op->a));
+        unsigned long long bits = read_le(p, op->a);
         pos += op->a;
+        if (op->obj == Py_None) {
+            rc = buf_ull(b, bits);
+            break;
+        }
+        /* the members, sorted (the renderer writes a SET's frozenset as sorted(members)): op->fallback holds the
+           members' indexes in that order */
+        PyObject *order = op->fallback;
+        Py_ssize_t nvalues = PyTuple_GET_SIZE(op->obj);
+        if (!PyTuple_Check(order) || PyTuple_GET_SIZE(order) != nvalues)
+            return RENDER_GIVE_UP;
+        rc = buf_byte(b, '[');
+        for (Py_ssize_t k = 0, written = 0; !rc && k < nvalues; k++) {
+            Py_ssize_t index = PyLong_AsSsize_t(PyTuple_GET_ITEM(order, k));
+            if (index < 0 || index >= nvalues || index >= 64) {
+                PyErr_Clear();
+                return RENDER_GIVE_UP;
+            }
+            if (!(bits >> index & 1))
+                continue;
+            Py_ssize_t len;
+            const char *text = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(op->obj, index), &len);
+            if (text == NULL) {
+                PyErr_Clear();
+                return RENDER_GIVE_UP;
+            }
+            rc = (written++ && buf_byte(b, ',') < 0) ? -1 : buf_quoted_utf8(b, (const unsigned char *)text, len);
+        }
+        if (!rc)
+            rc = buf_byte(b, ']');
         break;
+    }
     case OP_NULL:
         rc = BUF_LIT(b, "null");
         break;

@@ -7,6 +7,7 @@ generated for the table's exact column layout: no per-column dispatch, no per-ro
 
 from __future__ import annotations
 
+import codecs
 import datetime
 import struct
 from collections.abc import Callable
@@ -901,7 +902,7 @@ def _compile(table: TableMap, mode: int, present: int, present_after: int) -> Ca
 # -- the compiled core's row programs (mybinlog/protocol/_speedups.c: the OP_* and TEXT_* numbers) ------------
 _OP_INT, _OP_UINT, _OP_FLOAT, _OP_DOUBLE, _OP_YEAR, _OP_DECIMAL, _OP_DATETIME2, _OP_TIMESTAMP2 = range(1, 9)
 _OP_DATE, _OP_STRING, _OP_BLOB, _OP_ENUM, _OP_CALL, _OP_NULL, _OP_TIME2, _OP_BIT, _OP_SET = range(9, 18)
-_TEXT_BYTES, _TEXT_CODEC, _TEXT_UTF8, _TEXT_UTF8_OR_BYTES, _TEXT_CALL = range(5)
+_TEXT_BYTES, _TEXT_CODEC, _TEXT_UTF8, _TEXT_UTF8_OR_BYTES, _TEXT_CALL, _TEXT_CODEC_ASCII = range(6)
 _INT_SIZES = {
     ColumnType.TINY: 1,
     ColumnType.SHORT: 2,
@@ -928,7 +929,29 @@ def _text_mode(codec: str | None) -> tuple[int, str | None]:
         return _TEXT_BYTES, None
     if codec == "utf-8":
         return _TEXT_UTF8, None
-    return _TEXT_CODEC, codec
+    return (_TEXT_CODEC_ASCII if _ascii_compatible(codec) else _TEXT_CODEC), codec
+
+
+_ASCII = bytes(range(128))
+_ASCII_COMPATIBLE: dict[str, bool] = {}
+
+
+def _ascii_compatible(codec: str) -> bool:
+    """Whether the codec decodes every ASCII byte to that character, whatever surrounds it (latin1 and the other
+    single-byte charsets, GBK, Shift-JIS...; not UTF-16/32): the compiled core then writes ASCII-only text of such a
+    column as it is, without decoding it."""
+    ok = _ASCII_COMPATIBLE.get(codec)
+    if ok is None:
+        try:
+            ok = _ASCII.decode(codec) == _ASCII.decode("ascii") and codecs.lookup(codec).name not in _STATEFUL
+        except (LookupError, UnicodeDecodeError):
+            ok = False
+        _ASCII_COMPATIBLE[codec] = ok
+    return ok
+
+
+_STATEFUL = frozenset({"utf-7", "hz", "iso2022_jp", "iso2022_jp_1", "iso2022_jp_2", "iso2022_jp_2004", "iso2022_jp_3",
+                       "iso2022_jp_ext", "iso2022_kr"})  # fmt: skip
 
 
 def _call(fn: Callable[[bytes, int], tuple[Any, int]], slot: int) -> _Op:
@@ -998,7 +1021,13 @@ def _column_op(col: ColumnInfo) -> _Op | None:
     if t == ColumnType.SET:
         n, values = col.length, col.set_values
         if 1 <= n <= 8 and (values is None or len(values) <= 64):
-            return (_OP_SET, slot, n, 0, 0, None if values is None else tuple(values))
+            if values is None:
+                return (_OP_SET, slot, n, 0, 0, None)
+            # the members' indexes in sorted() order (the JSON Lines renderer writes a SET as its sorted members);
+            # None, and rows are decoded before they are written, when two members have the same name
+            unique = len(set(values)) == len(values)
+            order = tuple(sorted(range(len(values)), key=values.__getitem__)) if unique else None
+            return (_OP_SET, slot, n, 0, 0, tuple(values), order)
         return _call(lambda buf, pos: (_set_value(values, int.from_bytes(buf[pos : pos + n], "little")), pos + n),
                      slot)  # fmt: skip
     if t in (ColumnType.VARCHAR, ColumnType.VAR_STRING, ColumnType.STRING):

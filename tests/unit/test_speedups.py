@@ -524,7 +524,7 @@ def test_unusual_row_images_give_the_same_rows_or_the_same_error(case: dict[str,
 
 # kinds whose every well-formed value render_json writes (zero dates and the like aside)
 PLAIN = ("int", "float", "double", "year", "decimal", "datetime2", "timestamp2", "time2", "date", "bit", "enum",
-         "varchar", "char", "blob", "null")  # fmt: skip
+         "set", "varchar", "char", "blob", "null")  # fmt: skip
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -615,6 +615,37 @@ def test_render_json_of_a_fixed_table() -> None:
     for part in ('"1E-10"', '"0E-10"', '"2024-02-29T23:59:59.999999"', '"1970-01-01T00:00:01+00:00"', "Infinity",
                  '"café \\"x\\""'):  # fmt: skip
         assert part in text, text
+
+
+def test_render_json_of_sets_and_ascii_compatible_charsets() -> None:
+    """SET members are written sorted, as the renderer writes sorted(frozenset); text in a charset that decodes
+    ASCII as ASCII (latin1, GBK) is written as it is when it is ASCII, and decoded first when it is not; UTF-16 text
+    is always decoded first; a SET whose members repeat a name is decoded first."""
+    require_speedups()
+    cols = [ColumnInfo(0, T.STRING, string_meta(T.SET, 1), True), ColumnInfo(1, T.VARCHAR, 40, True),
+            ColumnInfo(2, T.VARCHAR, 40, True), ColumnInfo(3, T.VARCHAR, 40, True)]  # fmt: skip
+    cols[0].set_values = ("b", "a", "été", "A", "")
+    cols[1].charset, cols[2].charset, cols[3].charset = 8, 28, 35  # latin1 (cp1252), gbk, ucs2 (utf-16-be)
+    table = TableMap("db", "t", cols, 0)
+    modes = [_table._column_op(c)[3] for c in cols[1:]]  # type: ignore[index]
+    assert modes == [_table._TEXT_CODEC_ASCII, _table._TEXT_CODEC_ASCII, _table._TEXT_CODEC]
+
+    def image(bits: int, text: bytes, wide: bytes | None) -> bytes:  # wide None: NULL
+        out = bytes([0 if wide is not None else 8, bits]) + bytes([len(text)]) + text + bytes([len(text)]) + text
+        return out + (bytes([len(wide)]) + wide if wide is not None else b"")
+
+    plain = b"".join(image(bits, b'ab "c"\\', None) for bits in (0, 1, 2, 0b11111, 0b10110))
+    assert check_render(table, 0, 15, 15, plain, 0, len(plain))
+    text = _table._program(table, 0, 15, 15).render_json(plain, 0, len(plain)).decode()
+    assert '["","A","a","b","été"]' in text, text
+    assert '[[],"ab' in text, text
+    for raw in (image(1, b"caf\xe9", None), image(1, b"ab", "x".encode("utf-16-be"))):  # decoded first, same text
+        assert _table._program(table, 0, 15, 15).render_json(raw, 0, len(raw)) is None
+        assert not check_render(table, 0, 15, 15, raw, 0, len(raw))
+    cols[0].set_values = ("a", "a")
+    table = TableMap("db", "t", cols, 0)
+    raw = image(3, b"x", None)
+    assert not check_render(table, 0, 15, 15, raw, 0, len(raw))
 
 
 @pytest.mark.parametrize("scale", range(31))
