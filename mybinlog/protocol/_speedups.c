@@ -255,6 +255,79 @@ civil_from_days(long long z, int *y, int *m, int *d)
     *d = (int)dd;
 }
 
+/* -- temporal fields, shared by decode() and render_json() -------------------------------------------------- */
+
+typedef struct {
+    int year, month, day, hour, minute, second;
+    unsigned long long usec; /* DATETIME2: the fraction as stored (may be out of range); TIMESTAMP2: < 1000000 */
+} Fields;
+
+/* DATETIME2 (5 + op->a bytes): 0 for a negative packed value (invalid), else 1 with the fields as stored */
+static inline int
+datetime2_fields(Op *op, const unsigned char *p, Fields *f)
+{
+    unsigned int th = p[0];
+    unsigned long long tl = read_be(p + 1, 4);
+    if (th < 128)
+        return 0;
+    long long ym = ((long long)(th - 128) << 10) | (long long)(tl >> 22);
+    unsigned long long hms = tl & 0x1FFFF;
+    f->year = (int)(ym / 13);
+    f->month = (int)(ym % 13);
+    f->day = (int)(tl >> 17 & 31);
+    f->hour = (int)(hms >> 12);
+    f->minute = (int)(hms >> 6 & 63);
+    f->second = (int)(hms & 63);
+    f->usec = op->a ? read_be(p + 5, op->a) * (unsigned)op->b : 0;
+    return 1;
+}
+
+/* TIMESTAMP2 (4 + op->a bytes): 0 for the zero timestamp, else 1 with the UTC fields */
+static inline int
+timestamp2_fields(Op *op, const unsigned char *p, Fields *f)
+{
+    unsigned long long secs = read_be(p, 4);
+    if (!secs)
+        return 0;
+    unsigned long long usec = op->a ? read_be(p + 4, op->a) * (unsigned)op->b : 0;
+    secs += usec / 1000000;
+    civil_from_days((long long)(secs / 86400), &f->year, &f->month, &f->day);
+    unsigned long long rem = secs % 86400;
+    f->hour = (int)(rem / 3600);
+    f->minute = (int)(rem / 60 % 60);
+    f->second = (int)(rem % 60);
+    f->usec = usec % 1000000;
+    return 1;
+}
+
+/* TIME2 (3 + op->a bytes), MySQL's packed time: the integer part (hours, minutes, seconds) << 24 plus signed
+ * microseconds; a negative value with a fraction counts the fraction down from the next integer. Sets the sign, the
+ * seconds and the microseconds of the magnitude. */
+static inline void
+time2_parts(Op *op, const unsigned char *p, int *negative, int *secs, int *usec)
+{
+    long long packed;
+    if (op->a == 0)
+        packed = ((long long)read_be(p, 3) - 0x800000LL) * (1LL << 24);
+    else if (op->a == 3)
+        packed = (long long)read_be(p, 6) - 0x800000000000LL;
+    else {
+        long long intpart = (long long)read_be(p, 3) - 0x800000LL;
+        long long frac = (long long)read_be(p + 3, op->a);
+        if (intpart < 0 && frac) {
+            intpart += 1;
+            frac -= op->a == 1 ? 0x100 : 0x10000;
+        }
+        packed = intpart * (1LL << 24) + frac * op->b;
+    }
+    *negative = packed < 0;
+    if (*negative)
+        packed = -packed;
+    long long hms = packed >> 24;
+    *secs = (int)(((hms >> 12) & 0x3FF) * 3600 + ((hms >> 6) & 63) * 60 + (hms & 63));
+    *usec = (int)(packed & 0xFFFFFF);
+}
+
 /* call the column's pure-Python value function: (value, new pos); NULL on error or a position past `end` */
 static PyObject *
 call_fallback(Op *op, PyObject *buf, Py_ssize_t *pos, Py_ssize_t end)
@@ -569,21 +642,13 @@ decode_image(RowProgram *self, Image *img, PyObject *buf, const unsigned char *d
         case OP_DATETIME2: {
             int size = 5 + op->a;
             NEED(size);
-            unsigned int th = p[0];
-            unsigned long long tl = read_be(p + 1, 4);
-            unsigned long long frac = op->a ? read_be(p + 5, op->a) * (unsigned)op->b : 0;
+            Fields f;
             v = NULL;
-            if (th >= 128) {
-                long long ym = ((long long)(th - 128) << 10) | (long long)(tl >> 22);
-                unsigned long long hms = tl & 0x1FFFF;
-                int year = (int)(ym / 13), month = (int)(ym % 13);
-                if (year >= 1 && year <= 9999 && frac < 1000000) {
-                    v = PyDateTimeAPI->DateTime_FromDateAndTime(
-                        year, month, (int)(tl >> 17 & 31), (int)(hms >> 12), (int)(hms >> 6 & 63), (int)(hms & 63),
-                        (int)frac, Py_None, PyDateTimeAPI->DateTimeType);
-                    if (v == NULL && !invalid_value_cleared())
-                        goto fail_row;
-                }
+            if (datetime2_fields(op, p, &f) && f.year >= 1 && f.year <= 9999 && f.usec < 1000000) {
+                v = PyDateTimeAPI->DateTime_FromDateAndTime(f.year, f.month, f.day, f.hour, f.minute, f.second,
+                                                            (int)f.usec, Py_None, PyDateTimeAPI->DateTimeType);
+                if (v == NULL && !invalid_value_cleared())
+                    goto fail_row;
             }
             if (v == NULL)
                 v = call_fallback(op, buf, &pos, end);
@@ -594,17 +659,10 @@ decode_image(RowProgram *self, Image *img, PyObject *buf, const unsigned char *d
         case OP_TIMESTAMP2: {
             int size = 4 + op->a;
             NEED(size);
-            unsigned long long secs = read_be(p, 4);
-            if (secs) {
-                unsigned long long usec = op->a ? read_be(p + 4, op->a) * (unsigned)op->b : 0;
-                secs += usec / 1000000;
-                usec %= 1000000;
-                int y, m, d;
-                civil_from_days((long long)(secs / 86400), &y, &m, &d);
-                unsigned long long rem = secs % 86400;
-                v = PyDateTimeAPI->DateTime_FromDateAndTime(y, m, d, (int)(rem / 3600), (int)(rem / 60 % 60),
-                                                            (int)(rem % 60), (int)usec, UTC,
-                                                            PyDateTimeAPI->DateTimeType);
+            Fields f;
+            if (timestamp2_fields(op, p, &f)) {
+                v = PyDateTimeAPI->DateTime_FromDateAndTime(f.year, f.month, f.day, f.hour, f.minute, f.second,
+                                                            (int)f.usec, UTC, PyDateTimeAPI->DateTimeType);
                 pos += size;
             }
             else
@@ -670,30 +728,10 @@ decode_image(RowProgram *self, Image *img, PyObject *buf, const unsigned char *d
             break;
         }
         case OP_TIME2: {
-            /* MySQL's packed time: the integer part (hours, minutes, seconds) << 24 plus signed microseconds;
-               a negative value with a fraction counts the fraction down from the next integer */
             int size = 3 + op->a;
             NEED(size);
-            long long packed;
-            if (op->a == 0)
-                packed = ((long long)read_be(p, 3) - 0x800000LL) * (1LL << 24);
-            else if (op->a == 3)
-                packed = (long long)read_be(p, 6) - 0x800000000000LL;
-            else {
-                long long intpart = (long long)read_be(p, 3) - 0x800000LL;
-                long long frac = (long long)read_be(p + 3, op->a);
-                if (intpart < 0 && frac) {
-                    intpart += 1;
-                    frac -= op->a == 1 ? 0x100 : 0x10000;
-                }
-                packed = intpart * (1LL << 24) + frac * op->b;
-            }
-            int negative = packed < 0;
-            if (negative)
-                packed = -packed;
-            long long hms = packed >> 24;
-            int secs = (int)(((hms >> 12) & 0x3FF) * 3600 + ((hms >> 6) & 63) * 60 + (hms & 63));
-            int usec = (int)(packed & 0xFFFFFF);
+            int negative, secs, usec;
+            time2_parts(op, p, &negative, &secs, &usec);
             v = PyDelta_FromDSU(0, negative ? -secs : secs, negative ? -usec : usec);
             pos += size;
             break;
@@ -955,34 +993,21 @@ render_value(Buf *b, Op *op, const unsigned char *data, Py_ssize_t *ppos, Py_ssi
     case OP_DATETIME2: {
         int size = 5 + op->a;
         RNEED(size);
-        unsigned int th = p[0];
-        unsigned long long tl = read_be(p + 1, 4);
-        unsigned long long frac = op->a ? read_be(p + 5, op->a) * (unsigned)op->b : 0;
-        if (th < 128)
+        Fields f;
+        if (!datetime2_fields(op, p, &f) || !valid_date(f.year, f.month, f.day) || f.usec >= 1000000 ||
+            f.hour > 23 || f.minute > 59 || f.second > 59)
             return RENDER_GIVE_UP;
-        long long ym = ((long long)(th - 128) << 10) | (long long)(tl >> 22);
-        unsigned long long hms = tl & 0x1FFFF;
-        int year = (int)(ym / 13), month = (int)(ym % 13), day = (int)(tl >> 17 & 31);
-        int hour = (int)(hms >> 12), minute = (int)(hms >> 6 & 63), second = (int)(hms & 63);
-        if (!valid_date(year, month, day) || frac >= 1000000 || hour > 23 || minute > 59 || second > 59)
-            return RENDER_GIVE_UP;
-        rc = buf_datetime(b, year, month, day, hour, minute, second, (int)frac, 0);
+        rc = buf_datetime(b, f.year, f.month, f.day, f.hour, f.minute, f.second, (int)f.usec, 0);
         pos += size;
         break;
     }
     case OP_TIMESTAMP2: {
         int size = 4 + op->a;
         RNEED(size);
-        unsigned long long secs = read_be(p, 4);
-        if (!secs)
+        Fields f;
+        if (!timestamp2_fields(op, p, &f))
             return RENDER_GIVE_UP;
-        unsigned long long usec = op->a ? read_be(p + 4, op->a) * (unsigned)op->b : 0;
-        secs += usec / 1000000;
-        usec %= 1000000;
-        int y, m, d;
-        civil_from_days((long long)(secs / 86400), &y, &m, &d);
-        unsigned long long rem = secs % 86400;
-        rc = buf_datetime(b, y, m, d, (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (int)usec, 1);
+        rc = buf_datetime(b, f.year, f.month, f.day, f.hour, f.minute, f.second, (int)f.usec, 1);
         pos += size;
         break;
     }
@@ -1038,26 +1063,9 @@ render_value(Buf *b, Op *op, const unsigned char *data, Py_ssize_t *ppos, Py_ssi
     case OP_TIME2: {
         int size = 3 + op->a;
         RNEED(size);
-        long long packed;
-        if (op->a == 0)
-            packed = ((long long)read_be(p, 3) - 0x800000LL) * (1LL << 24);
-        else if (op->a == 3)
-            packed = (long long)read_be(p, 6) - 0x800000000000LL;
-        else {
-            long long intpart = (long long)read_be(p, 3) - 0x800000LL;
-            long long frac = (long long)read_be(p + 3, op->a);
-            if (intpart < 0 && frac) {
-                intpart += 1;
-                frac -= op->a == 1 ? 0x100 : 0x10000;
-            }
-            packed = intpart * (1LL << 24) + frac * op->b;
-        }
-        int negative = packed < 0;
-        if (negative)
-            packed = -packed;
-        long long hms = packed >> 24;
-        long long total = (((hms >> 12) & 0x3FF) * 3600 + ((hms >> 6) & 63) * 60 + (hms & 63)) * 1000000LL +
-                          (packed & 0xFFFFFF);
+        int negative, secs, usec;
+        time2_parts(op, p, &negative, &secs, &usec);
+        long long total = secs * 1000000LL + usec;
         rc = buf_duration(b, negative ? -total : total);
         pos += size;
         break;
