@@ -487,73 +487,8 @@ invalid:
 /* append the UTF-8 (or ASCII) text src[0:n] as a JSON string literal (see quote_text) */
 static inline int buf_quoted_utf8(Buf *b, const unsigned char *src, Py_ssize_t n) { return quote_text(b, src, n, 0); }
 
-/* the same when src is valid strict UTF-8 (0); when it is not, nothing is appended and 1 is returned (utf8_scan and
+/* the same when src is valid strict UTF-8 (0); when it is not, nothing is appended and 1 is returned (validation and
    buf_quoted_utf8 in one pass); -1 on error */
 static inline int buf_quoted_checked(Buf *b, const unsigned char *src, Py_ssize_t n) { return quote_text(b, src, n, 1); }
-
-/* at or above this many bytes, non-ASCII text is decoded by CPython's UTF-8 decoder (_speedups.c utf8_fast) */
-#define UTF8_LONG 32
-
-/* the validating pass: 1 (valid strict UTF-8: *pchars characters, the largest code point *pmax), 0 (invalid,
- * overlong, a surrogate, > U+10FFFF), or 2 when `stop_long` and the text is long and not ASCII (CPython decodes it) */
-static inline int
-utf8_scan(const unsigned char *s, Py_ssize_t n, int stop_long, Py_ssize_t *pchars, Py_UCS4 *pmax)
-{
-    Py_ssize_t i = 0, nchars = 0;
-    Py_UCS4 maxc = 0;
-    while (i < n) {
-        if (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (!(w & 0x8080808080808080ULL)) {
-                i += 8;
-                nchars += 8;
-                continue;
-            }
-        }
-        unsigned c = s[i];
-        Py_UCS4 cp;
-        if (c < 0x80) {
-            i++;
-            nchars++;
-            continue;
-        }
-        if (stop_long && n >= UTF8_LONG) /* long non-ASCII text: CPython's decoder is the faster one */
-            return 2;
-        if (c < 0xC2)
-            return 0;
-        else if (c < 0xE0) {
-            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80)
-                return 0;
-            cp = (c & 0x1F) << 6 | (s[i + 1] & 0x3F);
-            i += 2;
-        }
-        else if (c < 0xF0) {
-            if (i + 2 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80)
-                return 0;
-            if ((c == 0xE0 && s[i + 1] < 0xA0) || (c == 0xED && s[i + 1] >= 0xA0))
-                return 0; /* overlong, or a surrogate */
-            cp = (c & 0x0F) << 12 | (Py_UCS4)(s[i + 1] & 0x3F) << 6 | (s[i + 2] & 0x3F);
-            i += 3;
-        }
-        else if (c < 0xF5) {
-            if (i + 3 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
-                return 0;
-            if ((c == 0xF0 && s[i + 1] < 0x90) || (c == 0xF4 && s[i + 1] >= 0x90))
-                return 0; /* overlong, or past U+10FFFF */
-            cp = (c & 0x07) << 18 | (Py_UCS4)(s[i + 1] & 0x3F) << 12 | (Py_UCS4)(s[i + 2] & 0x3F) << 6 |
-                 (s[i + 3] & 0x3F);
-            i += 4;
-        }
-        else
-            return 0;
-        if (cp > maxc)
-            maxc = cp;
-        nchars++;
-    }
-    *pchars = nchars;
-    *pmax = maxc;
-    return 1;
-}
 
 #endif

@@ -138,6 +138,50 @@ def test_utf8_is_bytes_decode(data: bytes) -> None:
             assert got[1].__sizeof__() == expected[1].__sizeof__()
 
 
+_SEGMENTS = st.one_of(
+    st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=40),  # ASCII runs, short and long
+    st.text(alphabet=st.characters(min_codepoint=0x80, max_codepoint=0xFF), min_size=1, max_size=4),  # latin-1
+    st.text(alphabet=st.characters(min_codepoint=0x100, max_codepoint=0xFFFF, exclude_categories=("Cs",)),
+            min_size=1, max_size=4),  # the rest of the BMP
+    st.text(alphabet=st.characters(min_codepoint=0x10000), min_size=1, max_size=3),  # astral
+)  # fmt: skip
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(_SEGMENTS, max_size=24), st.integers(0, 15), st.sampled_from(["none", "replace", "insert", "cut"]),
+       st.integers(0, 10**6), st.integers(0, 255))  # fmt: skip
+def test_utf8_text_at_every_alignment(segments: list[str], offset: int, damage: str, where: int, byte: int) -> None:
+    """Text of every width and length (ASCII runs long enough for the word-at-a-time copy, which only starts on an
+    aligned address: hence the offsets), valid or damaged anywhere, decoded as bytes.decode decodes it."""
+    data = bytearray("".join(segments).encode())
+    if damage != "none" and data:
+        at = where % len(data)
+        if damage == "replace":
+            data[at] = byte
+        elif damage == "insert":
+            data.insert(at, byte)
+        else:
+            del data[at:]
+    view = memoryview(bytes(offset) + bytes(data))[offset:]
+    expected = _decode(lambda b: bytes(b).decode("utf-8"), view)
+    got = _decode(speedups.utf8, view)
+    assert got == expected
+    if got[0] == "ok" and not (len(got[1]) == 1 and ord(got[1]) < 256):
+        assert got[1].__sizeof__() == expected[1].__sizeof__()
+
+
+def test_utf8_very_long_text() -> None:
+    """Past 255 blocks of 16 bytes (where the measuring pass sums its per-lane counts), in every width."""
+    for text in ["é" * 5000, "é" * 5000 + "x", "日本語" * 3000, "😀" * 2500 + "é", "a" * 9000 + "€", "€" + "a" * 9000,
+                 ("Straße " * 1000) + "🚀"]:  # fmt: skip
+        data = text.encode()
+        got = speedups.utf8(data)
+        assert got == text
+        assert got.__sizeof__() == data.decode().__sizeof__()
+        bad = data[:-1]  # the last character cut short: the same error as CPython's
+        assert _decode(speedups.utf8, bad) == _decode(lambda b: b.decode("utf-8"), bad)
+
+
 def test_utf8_edges() -> None:
     cases = [b"", b"plain ascii text", "é".encode(), "€".encode(), "𝄞".encode(), b"\xc0\x80", b"\xe0\x80\x80",
              b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"abc\xe2\x82", b"\x80",
