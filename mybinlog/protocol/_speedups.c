@@ -608,22 +608,34 @@ decimal_digits(Op *op, const unsigned char *p, char *digits, int *negative)
 static PyObject *
 decode_decimal(Op *op, const unsigned char *p)
 {
-    char text[128];
+    /* the value as Decimal parses it fastest: with a decimal point ("-123.45", "0.005"), which gives the same
+     * coefficient and exponent as "-12345E-2" without parsing an exponent */
+    char digits[128], text[128]; /* at most 96 digits and a scale of 99 (parse_image) */
     int negative, len = 0;
-    int nd = decimal_digits(op, p, text + 1, &negative);
+    int nd = decimal_digits(op, p, digits, &negative);
     if (nd < 0)
         return NULL; /* out of range: the value function raises */
+    int sc = op->scale;
     if (negative)
         text[len++] = '-';
-    memmove(text + len, text + 1, nd);
-    len += nd;
-    if (op->scale) {
-        text[len++] = 'E';
-        text[len++] = '-';
-        int sc = op->scale;
-        if (sc >= 10)
-            text[len++] = (char)('0' + sc / 10);
-        text[len++] = (char)('0' + sc % 10);
+    if (sc == 0) {
+        memcpy(text + len, digits, nd);
+        len += nd;
+    }
+    else if (nd > sc) {
+        memcpy(text + len, digits, nd - sc);
+        len += nd - sc;
+        text[len++] = '.';
+        memcpy(text + len, digits + nd - sc, sc);
+        len += sc;
+    }
+    else {
+        text[len++] = '0';
+        text[len++] = '.';
+        memset(text + len, '0', sc - nd);
+        len += sc - nd;
+        memcpy(text + len, digits, nd);
+        len += nd;
     }
     PyObject *s = PyUnicode_FromStringAndSize(text, len);
     if (s == NULL)
