@@ -396,6 +396,12 @@ utf8_measure(const unsigned char *s, Py_ssize_t n, Py_ssize_t *pconts, unsigned 
             mx = lanes[k] > mx ? lanes[k] : mx;
     }
 #endif
+    for (; i + 8 <= n; i += 8) { /* short text: ASCII words skipped (only whether mx reaches 0x80 matters then) */
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        if (w & 0x8080808080808080ULL)
+            break;
+    }
     for (; i < n; i++) {
         unsigned c = s[i];
         mx = c > mx ? c : mx;
