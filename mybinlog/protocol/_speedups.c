@@ -48,9 +48,20 @@ enum {
     OP_SET,          /* a = bytes (1..8), little-endian bits; obj = the values tuple (a frozenset of them) or None */
 };
 
-/* TEXT_CODEC_ASCII: a codec that decodes ASCII bytes as ASCII (latin1, GBK...): render_json writes ASCII-only
-   text of it as it is */
-enum { TEXT_BYTES = 0, TEXT_CODEC = 1, TEXT_UTF8 = 2, TEXT_UTF8_OR_BYTES = 3, TEXT_CALL = 4, TEXT_CODEC_ASCII = 5 };
+/* TEXT_CODEC_ASCII: a codec that decodes ASCII bytes as ASCII (GBK, Shift-JIS...): render_json writes ASCII-only
+   text of it as it is. TEXT_TABLE: a single-byte codec (latin1, which is cp1252, the other ISO 8859 and Windows
+   code pages, KOI8...): obj is (codec name, the 256 characters each byte decodes to, U+FFFE where it raises), and
+   text is decoded and written through that table; a byte without a character goes to the codec (its error) */
+enum {
+    TEXT_BYTES = 0,
+    TEXT_CODEC = 1,
+    TEXT_UTF8 = 2,
+    TEXT_UTF8_OR_BYTES = 3,
+    TEXT_CALL = 4,
+    TEXT_CODEC_ASCII = 5,
+    TEXT_TABLE = 6,
+};
+#define TABLE_NONE 0x110000 /* a byte of a TEXT_TABLE codec that decodes to no character */
 
 typedef struct {
     int kind;
@@ -63,6 +74,7 @@ typedef struct {
     int scale;
     PyObject *obj;
     PyObject *fallback;
+    Py_UCS4 *table; /* TEXT_TABLE: each byte's code point (TABLE_NONE: none); else NULL */
 } Op;
 
 typedef struct {
@@ -132,10 +144,32 @@ parse_image(PyObject *ops_seq, Image *img, Py_ssize_t ncols)
             Py_DECREF(fast);
             return -1;
         }
-        Py_INCREF(obj);
-        op->obj = obj;
         Py_INCREF(fallback);
         op->fallback = fallback;
+        if ((op->kind == OP_STRING || op->kind == OP_BLOB) && op->b == TEXT_TABLE) {
+            /* obj = (codec name, the 256-character table): the name stays in obj for the codec's own errors */
+            PyObject *name, *chars;
+            if (!PyTuple_Check(obj) || !PyArg_ParseTuple(obj, "UU", &name, &chars) ||
+                PyUnicode_GET_LENGTH(chars) != 256) {
+                PyErr_Clear();
+                PyErr_SetString(PyExc_ValueError, "bad row program op: a byte table is (codec, 256 characters)");
+                Py_DECREF(fast);
+                return -1;
+            }
+            op->table = PyMem_Malloc(256 * sizeof(Py_UCS4));
+            if (op->table == NULL) {
+                PyErr_NoMemory();
+                Py_DECREF(fast);
+                return -1;
+            }
+            for (int k = 0; k < 256; k++) {
+                Py_UCS4 ch = PyUnicode_READ_CHAR(chars, k);
+                op->table[k] = ch == 0xFFFE || (ch >= 0xD800 && ch <= 0xDFFF) ? TABLE_NONE : ch;
+            }
+            obj = name;
+        }
+        Py_INCREF(obj);
+        op->obj = obj;
         if ((op->kind == OP_TIME2 && (op->a < 0 || op->a > 3)) ||
             ((op->kind == OP_BIT || op->kind == OP_SET) && (op->a < 1 || op->a > 8)) ||
             (op->kind == OP_SET && obj != Py_None && (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) > 64))) {
@@ -195,6 +229,7 @@ free_image(Image *img)
     for (Py_ssize_t i = 0; i < img->nops; i++) {
         Py_XDECREF(img->ops[i].obj);
         Py_XDECREF(img->ops[i].fallback);
+        PyMem_Free(img->ops[i].table);
     }
     PyMem_Free(img->ops);
     img->ops = NULL;
@@ -535,12 +570,51 @@ decode_utf8(const char *p, Py_ssize_t n)
     return PyUnicode_DecodeUTF8(p, n, NULL);
 }
 
+/* text of a single-byte codec through its table: the largest character first (it decides the str's kind), then
+ * the characters; the codec itself when a byte has no character (it raises the exact error). Python's charmap
+ * codecs are 10x slower per value (a codec lookup and a call per value) */
 static PyObject *
-decode_text(int mode, PyObject *codec, const char *p, Py_ssize_t n)
+decode_table(const Op *op, const unsigned char *s, Py_ssize_t n)
 {
-    switch (mode) {
+    const Py_UCS4 *table = op->table;
+    Py_UCS4 mx = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = table[s[i]];
+        mx = c > mx ? c : mx;
+    }
+    if (mx >= TABLE_NONE)
+        return PyUnicode_Decode((const char *)s, n, PyUnicode_AsUTF8(op->obj), NULL);
+    PyObject *u = PyUnicode_New(n, mx);
+    if (u == NULL)
+        return NULL;
+    int kind = PyUnicode_KIND(u);
+    if (kind == PyUnicode_1BYTE_KIND) {
+        Py_UCS1 *out = PyUnicode_1BYTE_DATA(u);
+        for (Py_ssize_t i = 0; i < n; i++)
+            out[i] = (Py_UCS1)table[s[i]];
+    }
+    else if (kind == PyUnicode_2BYTE_KIND) {
+        Py_UCS2 *out = PyUnicode_2BYTE_DATA(u);
+        for (Py_ssize_t i = 0; i < n; i++)
+            out[i] = (Py_UCS2)table[s[i]];
+    }
+    else {
+        Py_UCS4 *out = PyUnicode_4BYTE_DATA(u);
+        for (Py_ssize_t i = 0; i < n; i++)
+            out[i] = table[s[i]];
+    }
+    return u;
+}
+
+static PyObject *
+decode_text(const Op *op, const char *p, Py_ssize_t n)
+{
+    PyObject *codec = op->obj;
+    switch (op->b) {
     case TEXT_UTF8:
         return decode_utf8(p, n);
+    case TEXT_TABLE:
+        return decode_table(op, (const unsigned char *)p, n);
     case TEXT_CODEC:
     case TEXT_CODEC_ASCII:
         return PyUnicode_Decode(p, n, PyUnicode_AsUTF8(codec), NULL);
@@ -803,7 +877,7 @@ decode_image(RowProgram *self, Image *img, PyObject *buf, const unsigned char *d
                 }
             }
             else
-                v = decode_text(op->b, op->obj, s, n);
+                v = decode_text(op, s, n);
             pos += n;
             break;
         }
@@ -813,7 +887,7 @@ decode_image(RowProgram *self, Image *img, PyObject *buf, const unsigned char *d
             pos += op->a;
             if (n < 0 || n > end - pos)
                 goto fail_row;
-            v = decode_text(op->b, op->obj, (const char *)data + pos, n);
+            v = decode_text(op, (const char *)data + pos, n);
             pos += n;
             break;
         }
@@ -976,11 +1050,53 @@ valid_date(int y, int m, int d)
     return y >= 1 && y <= 9999 && m >= 1 && m <= 12 && d >= 1 && d <= days_in_month(y, m);
 }
 
+/* text of a single-byte codec written through its table as a JSON string: transcoded to UTF-8 (at most 3 bytes a
+ * character: the tables hold no character past U+FFFF), then quoted; RENDER_GIVE_UP when a byte has no character */
 static int
-render_text(Buf *b, int mode, const unsigned char *s, Py_ssize_t n, Py_ssize_t pad)
+render_table(Buf *b, const Py_UCS4 *table, const unsigned char *s, Py_ssize_t n)
+{
+    unsigned char small[768], *u = small;
+    if (n > (Py_ssize_t)sizeof(small) / 3) {
+        u = PyMem_Malloc((size_t)n * 3);
+        if (u == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    Py_ssize_t k = 0;
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = table[s[i]];
+        if (c < 0x80)
+            u[k++] = (unsigned char)c;
+        else if (c < 0x800) {
+            u[k++] = (unsigned char)(0xC0 | c >> 6);
+            u[k++] = (unsigned char)(0x80 | (c & 0x3F));
+        }
+        else if (c <= 0xFFFF) {
+            u[k++] = (unsigned char)(0xE0 | c >> 12);
+            u[k++] = (unsigned char)(0x80 | (c >> 6 & 0x3F));
+            u[k++] = (unsigned char)(0x80 | (c & 0x3F));
+        }
+        else {
+            rc = RENDER_GIVE_UP;
+            break;
+        }
+    }
+    if (rc == 0)
+        rc = buf_quoted_utf8(b, u, k);
+    if (u != small)
+        PyMem_Free(u);
+    return rc;
+}
+
+static int
+render_text(Buf *b, const Op *op, const unsigned char *s, Py_ssize_t n, Py_ssize_t pad)
 {
     int rc;
-    switch (mode) {
+    switch (op->b) {
+    case TEXT_TABLE:
+        return render_table(b, op->table, s, n);
     case TEXT_UTF8: /* buf_quoted_checked: 1 (nothing written) when the text is not UTF-8 */
         return buf_quoted_checked(b, s, n);
     case TEXT_UTF8_OR_BYTES:
@@ -1131,7 +1247,7 @@ render_value(Buf *b, Op *op, const unsigned char *data, Py_ssize_t *ppos, Py_ssi
         pos += op->a;
         RNEED(n);
         Py_ssize_t pad = op->b == TEXT_BYTES && n < op->c ? op->c - n : 0;
-        rc = render_text(b, op->b, data + pos, n, pad);
+        rc = render_text(b, op, data + pos, n, pad);
         pos += n;
         break;
     }
@@ -1141,7 +1257,7 @@ render_value(Buf *b, Op *op, const unsigned char *data, Py_ssize_t *ppos, Py_ssi
         pos += op->a;
         if (n > (unsigned long long)(end - pos))
             return RENDER_GIVE_UP;
-        rc = render_text(b, op->b, data + pos, (Py_ssize_t)n, 0);
+        rc = render_text(b, op, data + pos, (Py_ssize_t)n, 0);
         pos += (Py_ssize_t)n;
         break;
     }

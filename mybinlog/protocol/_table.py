@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import datetime
 import struct
+import sys
 from collections.abc import Callable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -902,7 +903,7 @@ def _compile(table: TableMap, mode: int, present: int, present_after: int) -> Ca
 # -- the compiled core's row programs (mybinlog/protocol/_speedups.c: the OP_* and TEXT_* numbers) ------------
 _OP_INT, _OP_UINT, _OP_FLOAT, _OP_DOUBLE, _OP_YEAR, _OP_DECIMAL, _OP_DATETIME2, _OP_TIMESTAMP2 = range(1, 9)
 _OP_DATE, _OP_STRING, _OP_BLOB, _OP_ENUM, _OP_CALL, _OP_NULL, _OP_TIME2, _OP_BIT, _OP_SET = range(9, 18)
-_TEXT_BYTES, _TEXT_CODEC, _TEXT_UTF8, _TEXT_UTF8_OR_BYTES, _TEXT_CALL, _TEXT_CODEC_ASCII = range(6)
+_TEXT_BYTES, _TEXT_CODEC, _TEXT_UTF8, _TEXT_UTF8_OR_BYTES, _TEXT_CALL, _TEXT_CODEC_ASCII, _TEXT_TABLE = range(7)
 _INT_SIZES = {
     ColumnType.TINY: 1,
     ColumnType.SHORT: 2,
@@ -924,12 +925,55 @@ _BLOBS = frozenset(
 _Op = tuple[Any, ...]
 
 
-def _text_mode(codec: str | None) -> tuple[int, str | None]:
+def _text_mode(codec: str | None) -> tuple[int, str | tuple[str, str] | None]:
     if codec is None:
         return _TEXT_BYTES, None
     if codec == "utf-8":
         return _TEXT_UTF8, None
+    table = _byte_table(codec)
+    if table is not None:
+        return _TEXT_TABLE, (codec, table)
     return (_TEXT_CODEC_ASCII if _ascii_compatible(codec) else _TEXT_CODEC), codec
+
+
+_BYTE_TABLES: dict[str, str | None] = {}
+_NO_CHAR = "\ufffe"  # a charmap codec's mark for a byte that decodes to nothing
+
+
+def _byte_table(codec: str) -> str | None:
+    """For a single-byte codec (latin1, which MySQL means as cp1252; latin2, cp1251, KOI8, the other ISO 8859 and
+    Windows code pages; ascii): the character each of the 256 bytes decodes to, U+FFFE where the codec raises. The
+    compiled core decodes such text through the table (a codec call per value is 10x slower). None for any other
+    codec: multi-byte (GBK, Shift-JIS...), UTF-16/32, or one this check does not recognize. A codec qualifies when
+    it is CPython's latin-1 or ascii decoder, or a charmap codec (a module with a 256-character
+    ``decoding_table``), and decoding each byte alone gives the table's character or raises where it has none."""
+    if codec in _BYTE_TABLES:
+        return _BYTE_TABLES[codec]
+    table: str | None = None
+    try:
+        decode = codecs.lookup(codec).decode
+    except LookupError:
+        decode = None
+    if decode is codecs.latin_1_decode:
+        table = bytes(range(256)).decode("latin-1")
+    elif decode is codecs.ascii_decode:
+        table = bytes(range(128)).decode("ascii") + _NO_CHAR * 128
+    elif decode is not None:
+        module = sys.modules.get(getattr(decode, "__module__", None) or "")
+        candidate = getattr(module, "decoding_table", None)
+        if isinstance(candidate, str) and len(candidate) == 256:
+            table = candidate
+    if table is not None:
+        for byte in range(256):
+            try:
+                char = bytes([byte]).decode(codec)
+            except UnicodeDecodeError:
+                char = _NO_CHAR
+            if char != table[byte]:
+                table = None
+                break
+    _BYTE_TABLES[codec] = table
+    return table
 
 
 _ASCII = bytes(range(128))

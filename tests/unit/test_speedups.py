@@ -25,6 +25,7 @@ from __future__ import annotations
 import datetime
 import importlib.util
 import os
+import random
 import struct
 import subprocess
 import sys
@@ -39,7 +40,7 @@ from hypothesis import strategies as st
 import mybinlog
 from mybinlog.errors import DecodeError
 from mybinlog.protocol import _accel, _format, _table
-from mybinlog.protocol._constants import MISSING, ColumnType, collation_codec
+from mybinlog.protocol._constants import COLLATION_CODECS, MISSING, ColumnType, collation_codec
 from mybinlog.protocol._events import RowsEvent
 from mybinlog.protocol._table import ColumnInfo, TableMap
 from mybinlog.source._files import read_binlog_file
@@ -618,9 +619,10 @@ def test_render_json_of_a_fixed_table() -> None:
 
 
 def test_render_json_of_sets_and_ascii_compatible_charsets() -> None:
-    """SET members are written sorted, as the renderer writes sorted(frozenset); text in a charset that decodes
-    ASCII as ASCII (latin1, GBK) is written as it is when it is ASCII, and decoded first when it is not; UTF-16 text
-    is always decoded first; a SET whose members repeat a name is decoded first."""
+    """SET members are written sorted, as the renderer writes sorted(frozenset); text in a multi-byte charset that
+    decodes ASCII as ASCII (GBK) is written as it is when it is ASCII, and decoded first when it is not; latin1
+    text goes through its byte table (test_single_byte_charsets_...); UTF-16 text is always decoded first; a SET
+    whose members repeat a name is decoded first."""
     require_speedups()
     cols = [ColumnInfo(0, T.STRING, string_meta(T.SET, 1), True), ColumnInfo(1, T.VARCHAR, 40, True),
             ColumnInfo(2, T.VARCHAR, 40, True), ColumnInfo(3, T.VARCHAR, 40, True)]  # fmt: skip
@@ -628,7 +630,7 @@ def test_render_json_of_sets_and_ascii_compatible_charsets() -> None:
     cols[1].charset, cols[2].charset, cols[3].charset = 8, 28, 35  # latin1 (cp1252), gbk, ucs2 (utf-16-be)
     table = TableMap("db", "t", cols, 0)
     modes = [_table._column_op(c)[3] for c in cols[1:]]  # type: ignore[index]
-    assert modes == [_table._TEXT_CODEC_ASCII, _table._TEXT_CODEC_ASCII, _table._TEXT_CODEC]
+    assert modes == [_table._TEXT_TABLE, _table._TEXT_CODEC_ASCII, _table._TEXT_CODEC]
 
     def image(bits: int, text: bytes, wide: bytes | None) -> bytes:  # wide None: NULL
         out = bytes([0 if wide is not None else 8, bits]) + bytes([len(text)]) + text + bytes([len(text)]) + text
@@ -646,6 +648,67 @@ def test_render_json_of_sets_and_ascii_compatible_charsets() -> None:
     table = TableMap("db", "t", cols, 0)
     raw = image(3, b"x", None)
     assert not check_render(table, 0, 15, 15, raw, 0, len(raw))
+
+
+def _single_byte_charsets() -> list[tuple[int, str]]:
+    """One collation id per single-byte codec the decoder knows (latin1 = cp1252, latin2, cp1251, koi8r, ascii...)."""
+    seen: dict[str, int] = {}
+    for cid, codec in sorted(COLLATION_CODECS.items()):
+        if codec not in seen and _table._text_mode(codec)[0] == _table._TEXT_TABLE:
+            seen[codec] = cid
+    return sorted((cid, codec) for codec, cid in seen.items())
+
+
+SINGLE_BYTE = _single_byte_charsets()
+
+
+def test_single_byte_codecs_are_the_charmap_ones() -> None:
+    """latin1 (cp1252) and the other single-byte code pages get a byte table; multi-byte codecs and UTF-16/32 do
+    not (a byte of theirs is not a character); a table is exactly what the codec decodes byte by byte."""
+    codecs_with_tables = {codec for _cid, codec in SINGLE_BYTE}
+    assert {"cp1252", "ascii", "koi8_r", "cp1251", "iso8859_2", "cp1250", "iso8859_7"} <= codecs_with_tables
+    for codec in ("gbk", "shift_jis", "big5", "euc_kr", "gb18030", "utf-16-be", "utf-32-be", "utf-8"):
+        assert _table._byte_table(codec) is None, codec
+    for codec in codecs_with_tables:
+        table = _table._byte_table(codec)
+        assert table is not None
+        assert len(table) == 256
+        for byte in range(256):
+            try:
+                assert bytes([byte]).decode(codec) == table[byte]
+            except UnicodeDecodeError:
+                assert table[byte] == "\ufffe"
+    assert _table._byte_table("no-such-codec") is None
+
+
+@pytest.mark.parametrize(("charset", "codec"), SINGLE_BYTE, ids=[codec for _cid, codec in SINGLE_BYTE])
+def test_single_byte_charsets_decode_and_render_through_their_tables(charset: int, codec: str) -> None:
+    """Every byte of the charset, alone and in runs, in a VARCHAR and a TEXT column: the compiled core decodes
+    and renders exactly what Python does (bytes without a character: Python's error, and C gives up), and takes
+    its fast path for text that decodes."""
+    require_speedups()
+    cols = [ColumnInfo(0, T.VARCHAR, 600, True), ColumnInfo(1, T.BLOB, 2, True)]
+    cols[0].charset = cols[1].charset = charset
+    table = TableMap("db", "t", cols, 0)
+    assert [_table._column_op(c)[3] for c in cols] == [_table._TEXT_TABLE] * 2  # type: ignore[index]
+    rng = random.Random(charset)
+    values = [bytes([b]) for b in range(256)] + [bytes(range(256)), bytes(range(128)), bytes(range(128, 256)), b""]
+    values += [bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300))) for _ in range(60)]
+    values += [bytes(rng.choice(range(0xA0, 0x100)) for _ in range(rng.randrange(1, 600))) for _ in range(20)]
+    decoded = rendered = 0
+    for value in values:
+        row = b"\x00" + length_prefix(len(value), 2) + value + length_prefix(len(value), 2) + value
+        try:
+            value.decode(codec)
+            valid = True
+        except UnicodeDecodeError:
+            valid = False
+        python_ok, c_ok = check_same(table, 0, 3, 3, row, 0, len(row), supported=True)
+        assert python_ok == valid
+        assert c_ok == valid, value  # the fast path: no fallback for text that decodes
+        decoded += c_ok
+        rendered += check_render(table, 0, 3, 3, row, 0, len(row))
+    assert rendered == decoded > 0  # render_json writes every value that decodes (code points up to U+FFFF)
 
 
 @pytest.mark.parametrize("scale", range(31))
