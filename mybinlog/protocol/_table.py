@@ -494,6 +494,7 @@ class _Gen:
             "_enum": _enum_value,
             "_set": _set_value,
             "_vector": _vector,
+            "_charmap": codecs.charmap_decode,
             "_D": Decimal,
             "_dt": datetime.datetime,
             "_td": datetime.timedelta,
@@ -707,7 +708,7 @@ def _column_code(g: _Gen, col: ColumnInfo, var: str, partial_bit: str | None) ->
         elif codec == "?":
             lines += [f"{var} = _text_or_bytes(buf[pos:pos + n])", "pos += n"]
         else:
-            lines += [f"{var} = buf[pos:pos + n].decode({codec!r})", "pos += n"]
+            lines += [*_decode_text(g, var, codec), "pos += n"]
         return lines
     if t in _BLOBS:
         lb = col.meta
@@ -739,12 +740,27 @@ def _column_code(g: _Gen, col: ColumnInfo, var: str, partial_bit: str | None) ->
             if codec is None:
                 lines.append(f"{var} = buf[pos:pos + n]")
             else:
-                lines.append(f"{var} = buf[pos:pos + n].decode({codec!r})")
+                lines += _decode_text(g, var, codec)
         lines.append("pos += n")
         return lines
     raise DecodeError(
         f"column {col.index} of type {col.type_name} ({col.real_type}) is not supported by this decoder"
     )
+
+
+def _decode_text(g: _Gen, var: str, codec: str) -> list[str]:
+    """Code decoding buf[pos:pos + n] as text in ``codec``. A single-byte codec (latin1 = cp1252, cp1251...) is
+    decoded with its table by codecs.charmap_decode, 4x faster than bytes.decode (which looks the codec up and calls
+    its Python method per value); a byte without a character is decoded again by the codec, for its own error."""
+    table = _byte_table(codec)
+    if table is None:
+        return [f"{var} = buf[pos:pos + n].decode({codec!r})"]
+    return [
+        "try:",
+        f"    {var} = _charmap(buf[pos:pos + n], None, {g.const(table)})[0]",
+        "except UnicodeDecodeError:",
+        f"    {var} = buf[pos:pos + n].decode({codec!r})",
+    ]
 
 
 def _fusable(col: ColumnInfo) -> str | None:
