@@ -469,9 +469,11 @@ utf8_ascii8(const unsigned char *s, void *out, int width)
 }
 
 /* one decoding loop per kind: T is the code unit, WIDE the widest sequence it may meet (1: two-byte sequences with
- * C2-C3 leads only, 2: up to three bytes, 3: four bytes too). ASCII is taken a run at a time (utf8_ascii_run) while
- * 8 bytes remain to read and 8 code units to write; every character written has its own lead byte, so k never
- * passes nchars, valid text or not. 0 when every byte was decoded, -1 when the bytes are not valid UTF-8 */
+ * C2-C3 leads only, 2: up to three bytes, 3: four bytes too). An ASCII byte at an aligned address starts a copy of
+ * whole ASCII words (utf8_ascii8), as CPython's decoder does: testing for a run at every ASCII byte cost more than
+ * it saved on text where short words alternate with other characters. Every character written has its own lead
+ * byte, so k never passes nchars, valid text or not (the word copy checks it as well). 0 when every byte was
+ * decoded, -1 when the bytes are not valid UTF-8 */
 #define UTF8_DECODE_LOOP(T, WIDE)                                                                                  \
     Py_ssize_t i = 0, k = 0;                                                                                        \
     while (i < n) {                                                                                                 \
