@@ -971,23 +971,42 @@ fail_row:
     return NULL;
 }
 
-static PyObject *
-RowProgram_decode(RowProgram *self, PyObject *const *args, Py_ssize_t nargs)
+/* the (buf, pos, end) arguments of RowProgram.decode and render_json: 1 when they are bytes and a span inside
+ * them, 0 when the call should return None (not bytes, a span outside them: the pure-Python decoder then says
+ * what is wrong), -1 on an error */
+static int
+row_span(PyObject *const *args, Py_ssize_t nargs, const char *usage, PyObject **pbuf, const unsigned char **pdata,
+         Py_ssize_t *ppos, Py_ssize_t *pend)
 {
     if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "decode(buf, pos, end)");
-        return NULL;
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
     }
     PyObject *buf = args[0];
     if (!PyBytes_Check(buf))
-        Py_RETURN_NONE;
+        return 0;
     Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
     Py_ssize_t end = PyLong_AsSsize_t(args[2]);
     if ((pos == -1 || end == -1) && PyErr_Occurred())
-        return NULL;
-    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(buf);
+        return -1;
     if (pos < 0 || end > PyBytes_GET_SIZE(buf) || pos > end)
-        Py_RETURN_NONE;
+        return 0;
+    *pbuf = buf;
+    *pdata = (const unsigned char *)PyBytes_AS_STRING(buf);
+    *ppos = pos;
+    *pend = end;
+    return 1;
+}
+
+static PyObject *
+RowProgram_decode(RowProgram *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *buf;
+    const unsigned char *data;
+    Py_ssize_t pos, end;
+    int span = row_span(args, nargs, "decode(buf, pos, end)", &buf, &data, &pos, &end);
+    if (span <= 0)
+        return span < 0 ? NULL : Py_NewRef(Py_None);
     PyObject *out = PyList_New(0);
     if (out == NULL)
         return NULL;
@@ -1376,20 +1395,12 @@ render_image(RowProgram *self, Image *img, const unsigned char *data, Py_ssize_t
 static PyObject *
 RowProgram_render_json(RowProgram *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "render_json(buf, pos, end)");
-        return NULL;
-    }
-    PyObject *buf = args[0];
-    if (!PyBytes_Check(buf))
-        Py_RETURN_NONE;
-    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
-    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
-    if ((pos == -1 || end == -1) && PyErr_Occurred())
-        return NULL;
-    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(buf);
-    if (pos < 0 || end > PyBytes_GET_SIZE(buf) || pos > end)
-        Py_RETURN_NONE;
+    PyObject *buf;
+    const unsigned char *data;
+    Py_ssize_t pos, end;
+    int span = row_span(args, nargs, "render_json(buf, pos, end)", &buf, &data, &pos, &end);
+    if (span <= 0)
+        return span < 0 ? NULL : Py_NewRef(Py_None);
     Buf b = {NULL, 0, 0, 0};
     int rc = 0;
     for (int first = 1; pos < end && !rc; first = 0) {
