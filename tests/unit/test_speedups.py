@@ -734,6 +734,87 @@ def test_render_json_decimals_at_every_scale(scale: int) -> None:
     assert written >= 5
 
 
+def _decimal_cases(precision: int, scale: int) -> list[Decimal]:
+    """Values of DECIMAL(precision, scale): zero and negative zero, one unit, the largest, values of every
+    length in digits (so every number of 19-digit words), both signs."""
+    rng = random.Random(precision * 100 + scale)
+    coefficients = [0, 1, 10**precision - 1] + [rng.randint(10 ** (d - 1), 10**d - 1) for d in range(1, precision + 1)]
+    # exact: Decimal(text), not scaleb, which rounds to the context's 28 digits
+    return [Decimal(f"{sign}{c}E-{scale}") for c in coefficients for sign in ("", "-")]
+
+
+_DECIMAL_OPERATIONS = (lambda x: x + 1, lambda x: x * -3, lambda x: -x, lambda x: x / 7,
+                       lambda x: x.sqrt() if x >= 0 else x.copy_abs(), lambda x: x.normalize(),
+                       lambda x: x.quantize(Decimal(1)), lambda x: x.to_integral_value(), float,
+                       lambda x: x.is_zero(), lambda x: x.is_signed())  # fmt: skip
+
+
+def _outcome(fn: Any, x: Any) -> str:
+    try:
+        return repr(fn(x))
+    except ArithmeticError as exc:  # quantize past the context's precision: the same error for both
+        return type(exc).__name__
+
+
+def test_direct_decimals_are_the_constructors_values() -> None:
+    """DECIMAL values are built directly in the object Decimal(str) would make (see dec_direct_init in
+    _speedups.c): for every precision and scale, at every length, they are the pure-Python decoder's values in
+    repr (sign, digits, exponent), str, hash, equality, as_tuple, and in arithmetic, which reads the coefficient."""
+    require_speedups()
+    from mybinlog.protocol import _speedups
+
+    if sys.implementation.name == "cpython" and sys.version_info[:2] == (3, 11) and sys.maxsize > 2**32:
+        assert _speedups.DIRECT_DECIMAL == 1, "CPython 3.11's Decimal layout is the one dec_build writes"
+    checked = 0
+    for precision in range(1, 66):
+        for scale in sorted({min(precision, s) for s in (0, 1, 2, 9, 19, 30)}):
+            col = ColumnInfo(0, T.NEWDECIMAL, precision << 8 | scale, True)
+            table = TableMap("db", "t", [col], 0)
+            program = _table._program(table, 0, 1, 1)
+            python_fn = _table._compile_python(table, 0, 1, 1)
+            for v in _decimal_cases(precision, scale):
+                image = b"\x00" + encode_decimal(v, precision, scale)
+                got = program.decode(image, 0, len(image))
+                expected = python_fn(image, 0, len(image))
+                assert difference(got, expected) is None, (precision, scale, v)
+                ours, theirs = got[0][0], expected[0][0]
+                assert str(ours) == str(theirs)
+                assert hash(ours) == hash(theirs)
+                assert ours == theirs
+                assert ours.as_tuple() == theirs.as_tuple()
+                assert ours.adjusted() == theirs.adjusted()
+                assert ours.compare_total(theirs) == 0
+                for op in _DECIMAL_OPERATIONS:
+                    assert _outcome(op, ours) == _outcome(op, theirs), (precision, scale, v)
+                checked += 1
+    assert checked > 5000
+
+
+def test_decimals_without_the_direct_build() -> None:
+    """MYBINLOG_NO_DIRECT_DECIMAL=1 turns the direct build off (Decimal(str) for every value): the same values."""
+    require_speedups()
+    script = (
+        "from decimal import Decimal\n"
+        "from mybinlog.protocol import _speedups, _table\n"
+        "from mybinlog.protocol._constants import ColumnType\n"
+        "from mybinlog.protocol._table import ColumnInfo, TableMap\n"
+        "from tests.unit.test_values import encode_decimal\n"
+        "assert _speedups.DIRECT_DECIMAL == 0\n"
+        "table = TableMap('db', 't', [ColumnInfo(0, ColumnType.NEWDECIMAL, 40 << 8 | 10, True)], 0)\n"
+        "program = _table._program(table, 0, 1, 1)\n"
+        "for text in ('0.0000000000', '-123456789012345678901234567890.0123456789', '7.5'):\n"
+        "    image = b'\\x00' + encode_decimal(Decimal(text), 40, 10)\n"
+        "    print(repr(program.decode(image, 0, len(image))[0][0]))\n"
+    )
+    env = {**os.environ, "MYBINLOG_NO_DIRECT_DECIMAL": "1"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=REPO,
+                          timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == [
+        "Decimal('0E-10')", "Decimal('-123456789012345678901234567890.0123456789')", "Decimal('7.5000000000')"
+    ]
+
+
 @pytest.mark.parametrize(
     "fields",
     [(2024, 1, 1, (24, 0, 0)), (2024, 1, 1, (23, 60, 0)), (2024, 1, 1, (23, 59, 60)), (2024, 13, 1, (0, 0, 0)),
