@@ -1,7 +1,8 @@
 """The compiled core's other kernels give what their pure-Python counterparts give.
 
 * ``crc32``: zlib's CRC32, on the carry-less-multiplication path and on the table path (``MYBINLOG_NO_CLMUL=1``).
-* ``utf8``: strict UTF-8 exactly like ``bytes.decode("utf-8")``: the same text (at the same width), the same error.
+* ``utf8``: strict UTF-8 exactly like ``bytes.decode("utf-8")``: the same text (at the same width), the same error,
+  with the AVX-512 kernel and with the scalar loop (``utf8_path``; the AVX-512 cases skip on a CPU without it).
 * ``frame_events``: ``PacketFramer.next_batch`` returns the same batches, positions and sequence ids with the
   compiled loop as without it, on random packet streams fed in random pieces (sequence gaps, 16 MiB packets, EOF
   and ERR packets included).
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mybinlog.protocol import _accel, _decoder, _packets
@@ -117,6 +118,18 @@ def test_a_damaged_event_fails_its_checksum_on_both_paths() -> None:
 # -- UTF-8 ----------------------------------------------------------------------------------------------------
 
 
+@pytest.fixture(params=["avx512", "scalar"])
+def utf8_path(request: pytest.FixtureRequest) -> Any:
+    """The UTF-8 decoding loop under test: the AVX-512 kernel (where the CPU has it) or the scalar one."""
+    require_speedups()
+    want = request.param == "avx512"
+    if speedups.utf8_simd(want) != want:
+        speedups.utf8_simd(True)
+        pytest.skip("this CPU has no AVX-512 VBMI2: the scalar loop decodes UTF-8 here")
+    yield request.param
+    speedups.utf8_simd(True)  # the default: AVX-512 where the CPU has it
+
+
 def _decode(fn: Any, data: bytes) -> tuple[str, Any]:
     try:
         return "ok", fn(data)
@@ -124,9 +137,9 @@ def _decode(fn: Any, data: bytes) -> tuple[str, Any]:
         return "error", (exc.start, exc.end, exc.reason)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.one_of(st.binary(max_size=64), st.text(max_size=64).map(lambda t: t.encode("utf-8", "surrogatepass"))))
-def test_utf8_is_bytes_decode(data: bytes) -> None:
+def test_utf8_is_bytes_decode(utf8_path: str, data: bytes) -> None:
     expected = _decode(lambda b: b.decode("utf-8"), data)
     got = _decode(speedups.utf8, data)
     assert got == expected
@@ -147,10 +160,12 @@ _SEGMENTS = st.one_of(
 )  # fmt: skip
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(_SEGMENTS, max_size=24), st.integers(0, 15), st.sampled_from(["none", "replace", "insert", "cut"]),
        st.integers(0, 10**6), st.integers(0, 255))  # fmt: skip
-def test_utf8_text_at_every_alignment(segments: list[str], offset: int, damage: str, where: int, byte: int) -> None:
+def test_utf8_text_at_every_alignment(
+    utf8_path: str, segments: list[str], offset: int, damage: str, where: int, byte: int
+) -> None:
     """Text of every width and length (ASCII runs long enough for the word-at-a-time copy, which only starts on an
     aligned address: hence the offsets), valid or damaged anywhere, decoded as bytes.decode decodes it."""
     data = bytearray("".join(segments).encode())
@@ -170,7 +185,7 @@ def test_utf8_text_at_every_alignment(segments: list[str], offset: int, damage: 
         assert got[1].__sizeof__() == expected[1].__sizeof__()
 
 
-def test_utf8_very_long_text() -> None:
+def test_utf8_very_long_text(utf8_path: str) -> None:
     """Past 255 blocks of 16 bytes (where the measuring pass sums its per-lane counts), in every width."""
     for text in ["é" * 5000, "é" * 5000 + "x", "日本語" * 3000, "😀" * 2500 + "é", "a" * 9000 + "€", "€" + "a" * 9000,
                  ("Straße " * 1000) + "🚀"]:  # fmt: skip
@@ -182,7 +197,21 @@ def test_utf8_very_long_text() -> None:
         assert _decode(speedups.utf8, bad) == _decode(lambda b: b.decode("utf-8"), bad)
 
 
-def test_utf8_edges() -> None:
+def test_utf8_around_block_edges(utf8_path: str) -> None:
+    """A character of every width at every position of the AVX-512 kernel's 16-byte blocks and 32-byte loads,
+    whole, cut anywhere, or followed by a stray continuation byte, in text that ends at every distance from it."""
+    for char in ("é", "€", "日", "😀", "\u07ff", "\U0010ffff"):
+        code = char.encode()
+        for before in range(40):
+            for after in range(20):
+                data = b"a" * before + code + b"b" * after
+                cases = [data, data + b"\x80", b"a" * before + code + b"\xbf" + b"b" * after]
+                cases += [b"a" * before + code[:cut] + b"b" * after for cut in range(1, len(code))]
+                for case in cases:
+                    assert _decode(speedups.utf8, case) == _decode(lambda b: b.decode("utf-8"), case), case
+
+
+def test_utf8_edges(utf8_path: str) -> None:
     cases = [b"", b"plain ascii text", "é".encode(), "€".encode(), "𝄞".encode(), b"\xc0\x80", b"\xe0\x80\x80",
              b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"abc\xe2\x82", b"\x80",
              b"caf\xc3"]  # fmt: skip
