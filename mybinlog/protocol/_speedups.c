@@ -547,7 +547,7 @@ UTF8_DECODER(utf8_decode_ucs4, Py_UCS4, 3)
  * the text is valid, -1 when it is not (CPython's decoder then raises its exact error). */
 static int use_avx512_utf8 = 0, avx512_utf8_supported = 0;
 #define AVX512_UTF8_TARGET                                                                                         \
-    __attribute__((target("avx512f,avx512bw,avx512vl,avx512cd,avx512vbmi,avx512vbmi2,popcnt")))
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512cd,avx512vbmi,avx512vbmi2,popcnt,bmi2")))
 
 AVX512_UTF8_TARGET static int
 utf8_decode_avx512(const unsigned char *s, Py_ssize_t n, void *out, Py_ssize_t nchars, int width)
@@ -620,6 +620,29 @@ utf8_decode_avx512(const unsigned char *s, Py_ssize_t n, void *out, Py_ssize_t n
     }
     return (err | carry) == 0 && k == nchars ? 0 : -1;
 }
+
+/* pass 1 with AVX-512: 64 bytes at a time, the end through a masked load (no scalar tail, which cost more than the
+ * blocks on short text). *pmax is not the largest byte but the smallest of 0, 0x80, 0xC4, 0xF0, 0xF5 that is not
+ * above it: all utf8_fast asks of it */
+AVX512_UTF8_TARGET static void
+utf8_measure_avx512(const unsigned char *s, Py_ssize_t n, Py_ssize_t *pconts, unsigned *pmax)
+{
+    const __m512i cont_limit = _mm512_set1_epi8((char)0xC0);
+    Py_ssize_t conts = 0;
+    __mmask64 any80 = 0, anyC4 = 0, anyF0 = 0, anyF5 = 0;
+    for (Py_ssize_t i = 0; i < n; i += 64) {
+        Py_ssize_t rem = n - i;
+        __mmask64 valid = rem >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << rem) - 1);
+        __m512i v = _mm512_maskz_loadu_epi8(valid, s + i); /* zeros past the end: ASCII, counted as nothing */
+        conts += __builtin_popcountll(_mm512_cmplt_epi8_mask(v, cont_limit)); /* 0x80-0xBF, signed compare */
+        any80 |= _mm512_movepi8_mask(v);
+        anyC4 |= _mm512_cmpge_epu8_mask(v, _mm512_set1_epi8((char)0xC4));
+        anyF0 |= _mm512_cmpge_epu8_mask(v, _mm512_set1_epi8((char)0xF0));
+        anyF5 |= _mm512_cmpge_epu8_mask(v, _mm512_set1_epi8((char)0xF5));
+    }
+    *pconts = conts;
+    *pmax = anyF5 ? 0xF5 : anyF0 ? 0xF0 : anyC4 ? 0xC4 : any80 ? 0x80 : 0;
+}
 #endif
 
 static PyObject *
@@ -627,7 +650,12 @@ utf8_fast(const unsigned char *s, Py_ssize_t n)
 {
     Py_ssize_t conts;
     unsigned mx;
-    utf8_measure(s, n, &conts, &mx);
+#ifdef HAVE_AVX512_UTF8
+    if (use_avx512_utf8)
+        utf8_measure_avx512(s, n, &conts, &mx);
+    else
+#endif
+        utf8_measure(s, n, &conts, &mx);
     if (mx < 0x80) {
         PyObject *u = PyUnicode_New(n, 0x7F);
         if (u != NULL)

@@ -198,11 +198,12 @@ def test_utf8_very_long_text(utf8_path: str) -> None:
 
 
 def test_utf8_around_block_edges(utf8_path: str) -> None:
-    """A character of every width at every position of the AVX-512 kernel's 16-byte blocks and 32-byte loads,
-    whole, cut anywhere, or followed by a stray continuation byte, in text that ends at every distance from it."""
+    """A character of every width at every position of the AVX-512 kernel's 16-byte blocks, 32-byte loads and
+    64-byte measuring loads, whole, cut anywhere, or followed by a stray continuation byte, in text that ends at
+    every distance from it."""
     for char in ("é", "€", "日", "😀", "\u07ff", "\U0010ffff"):
         code = char.encode()
-        for before in range(40):
+        for before in range(72):
             for after in range(20):
                 data = b"a" * before + code + b"b" * after
                 cases = [data, data + b"\x80", b"a" * before + code + b"\xbf" + b"b" * after]
