@@ -18,6 +18,7 @@ Skipped without the extension (failed under CI=true) and in the MYBINLOG_NO_EXTE
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -346,6 +347,47 @@ def test_every_corpus_event_is_the_same_with_the_compiled_loop(corpus_dir: Path)
     assert _decoder._decode_events is not None
     for path in files:
         assert _events_of(path, _decoder._decode_events) == _events_of(path, None), path.name
+
+
+def test_compiled_events_are_left_out_of_the_garbage_collector(corpus_dir: Path) -> None:
+    """The events the compiled loop builds (table maps, rows events, ANNOTATE_ROWS) are not tracked by the garbage
+    collector: nothing they hold refers back to an event, so they are never in a cycle, and reference counting
+    frees them, rows decoded or not (the TableMap they share has fewer references once they are dropped)."""
+    import gc
+    from collections import Counter
+
+    from mybinlog.protocol._events import Event, TableMapEvent
+
+    assert _decoder._decode_events is not None
+    built = Counter[str]()
+    for path in binlog_files():
+        tables: dict[int, tuple[Any, int]] = {}
+        events: list[Any] = []
+        try:
+            for event in _iter_file(path):
+                events.append(event)
+        except Exception:  # a damaged or foreign corpus file: the events before the error
+            pass
+        for event in events:
+            if isinstance(event, TableMapEvent | RowsEvent) and event.offset is not None and not event.in_payload:
+                tables.setdefault(id(event.table), (event.table, 0))
+                if gc.is_tracked(event):
+                    continue  # decoded by the pure-Python loop (an event the compiled one hands over)
+                built[type(event).__name__] += 1
+                if isinstance(event, RowsEvent):
+                    # decoded into the event's _rows slot; a damaged corpus file's error is another test's subject
+                    with contextlib.suppress(Exception):
+                        event.rows  # noqa: B018
+                    assert not gc.is_tracked(event)
+            for value in gc.get_referents(event):
+                assert not isinstance(value, Event)
+        counts = {key: (table, sys.getrefcount(table)) for key, (table, _) in tables.items()}
+        events.clear()
+        event = None
+        for table, count in counts.values():
+            assert sys.getrefcount(table) < count  # the events that held it are gone
+    assert built["TableMapEvent"] > 100
+    assert built["WriteRowsEvent"] > 100
 
 
 @settings(max_examples=300, deadline=None)
