@@ -12,6 +12,7 @@ import dataclasses
 import datetime
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ._constants import MISSING as MISSING  # re-exported: row images hold it
@@ -235,6 +236,12 @@ class BinlogCheckpointEvent(Event):
         return f"checkpoint {self.checkpoint_file}"
 
 
+# ``event.schema`` and ``event.table_name`` of table maps and rows events: properties whose getter is C
+# (operator.attrgetter), read for every event by routers and filters; a Python getter costs a frame per read
+_SCHEMA = property(attrgetter("table.schema"), doc="The table's schema (database).")
+_TABLE_NAME = property(attrgetter("table.name"), doc="The table's name.")
+
+
 @dataclass(slots=True, eq=False, kw_only=True)
 class TableMapEvent(Event):
     """TABLE_MAP_EVENT: the table (schema, name, columns) that the rows events after it refer to by ``table_id``."""
@@ -242,13 +249,17 @@ class TableMapEvent(Event):
     table_id: int
     table: TableMap
 
-    @property
-    def schema(self) -> str:
-        return self.table.schema
+    if TYPE_CHECKING:
 
-    @property
-    def table_name(self) -> str:
-        return self.table.name
+        @property
+        def schema(self) -> str: ...
+
+        @property
+        def table_name(self) -> str: ...
+
+    else:  # the getters in C (see _SCHEMA): no Python frame per read
+        schema = _SCHEMA
+        table_name = _TABLE_NAME
 
     def describe(self) -> str:
         return f"table_id {self.table_id} `{self.table.schema}`.`{self.table.name}` ({self.table.column_count} columns)"
@@ -278,17 +289,21 @@ class RowsEvent(Event):
     extra_data: bytes = b""  # v2 rows events: the extra row info after its 2-byte length (usually empty)
     _rows: list[Any] | None = field(default=None, repr=False)
 
-    @property
-    def schema(self) -> str:
-        return self.table.schema
+    if TYPE_CHECKING:
 
-    @property
-    def table_name(self) -> str:
-        return self.table.name
+        @property
+        def schema(self) -> str: ...
 
-    @property
-    def columns(self) -> tuple[str | None, ...]:
-        return self.table.column_names
+        @property
+        def table_name(self) -> str: ...
+
+        @property
+        def columns(self) -> tuple[str | None, ...]: ...
+
+    else:  # the getters in C (see _SCHEMA): no Python frame per read
+        schema = _SCHEMA
+        table_name = _TABLE_NAME
+        columns = property(attrgetter("table.column_names"), doc="The column names (None without full metadata).")
 
     @property
     def rows(self) -> list[Any]:

@@ -61,6 +61,9 @@ _CONTROL = (
 
 
 _Ready: Any = speedups.Ready if speedups is not None else None
+_StreamIter: Any = speedups.StreamIter if speedups is not None else None
+# the indexes of a batch's non-passive events (the compiled core's scan; the chained maps of _track otherwise)
+_active_indexes: Any = speedups.active_indexes if speedups is not None else None
 
 
 class BinlogStream:
@@ -347,6 +350,8 @@ class BinlogStream:
 
     # ------------------------------------------------------------------------------------------------
     def __aiter__(self) -> AsyncIterator[Event]:
+        if _StreamIter is not None:  # compiled core: __anext__ in C (the same steps as below)
+            return _StreamIter(self, self._pending, self._marks, self._anext)  # type: ignore[no-any-return]
         return self
 
     def __anext__(self) -> Awaitable[Event]:
@@ -450,8 +455,11 @@ class BinlogStream:
                 self._process_event(event)
             return
         extend = self._pending.extend
-        codes = map(_type_code, events)
-        special = list(compress(count(), map(not_, map(PASSIVE_TYPES.__contains__, codes))))
+        if _active_indexes is not None:
+            special = _active_indexes(events, PASSIVE_TYPES)
+        else:
+            codes = map(_type_code, events)
+            special = list(compress(count(), map(not_, map(PASSIVE_TYPES.__contains__, codes))))
         special.append(len(events))
         start = 0
         for i in special:

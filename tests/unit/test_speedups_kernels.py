@@ -410,6 +410,19 @@ def test_random_events_decode_the_same(raws: list[bytes], crc: bool) -> None:
     assert run(_decoder._decode_events) == run(None)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 255), max_size=60), st.frozensets(st.integers(0, 255), max_size=12))
+def test_active_indexes_are_the_python_scan(codes: list[int], passive: frozenset[int]) -> None:
+    """BinlogStream._track's scan for the events that are not passive: the compiled one and the chained maps."""
+    from types import SimpleNamespace
+
+    events = [SimpleNamespace(type_code=code) for code in codes]
+    expected = [i for i, event in enumerate(events) if event.type_code not in passive]
+    assert speedups.active_indexes(events, passive) == expected
+    with pytest.raises(ValueError, match="below 256"):
+        speedups.active_indexes(events, frozenset({256}))
+
+
 # -- Ready ----------------------------------------------------------------------------------------------------
 
 

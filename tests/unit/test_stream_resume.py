@@ -307,3 +307,66 @@ async def test_gtid_mode_follows_another_server_and_stamps_its_id(binlog: Path, 
     assert stream.position.file != "binlog.000099"  # the new server's file (the served file's ROTATE names the next)
     assert stream.position.file.endswith(".000006")
     assert stream.position.server_id == 1  # the fake ROTATE names the server streaming
+
+
+async def _steps(server: ScriptedServer, **kwargs: Any) -> list[tuple[Any, ...]]:
+    """Each event with the stream's position right after it was handed out (the position moves at marks)."""
+    stream = BinlogStream("mysql://u:p@127.0.0.1:1", blocking=False, reconnect_backoff=(0.0, 0.0), **kwargs)
+    stream._connect = server.connect  # type: ignore[method-assign]
+    got = []
+    async with stream:
+        async for ev in stream:
+            got.append((*_key(ev), repr(stream.position)))
+    return got
+
+
+@pytest.mark.parametrize("cuts", [[], [9], [40, 1, 1, 2]])
+async def test_the_compiled_async_iterator_is_the_python_one(
+    binlog: Path, cuts: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the compiled core, ``async for`` steps through a C iterator (``StreamIter``): the same events, and the
+    same position after each one, as BinlogStream.__anext__ in Python, across reconnects too."""
+    from mybinlog.protocol._accel import speedups
+    from mybinlog.source import _stream
+
+    if speedups is None:
+        pytest.skip("the compiled core is not loaded (this pass tests pure Python)")
+    stream = BinlogStream("mysql://u:p@127.0.0.1:1")
+    assert type(stream.__aiter__()).__name__ == "StreamIter"
+
+    def server() -> ScriptedServer:
+        s = ScriptedServer(binlog, [1000000, *cuts])
+        s.cuts = list(cuts)
+        return s
+
+    async def read_events(self: FakeConnection) -> list[bytes] | None:
+        """Batches of up to 7 events (so that __anext__ mostly finds events already decoded), up to the cut."""
+        batch: list[bytes] = []
+        while len(batch) < 7 and self.queue and (self.cut is None or self.sent < self.cut):
+            self.sent += 1
+            batch.append(self.queue.pop(0))
+        if batch:
+            return batch
+        event = await self.read_event()  # raises at the cut, None at the end
+        return None if event is None else [event]
+
+    monkeypatch.setattr(FakeConnection, "read_events", read_events)
+
+    slow = 0
+    anext = BinlogStream._anext
+
+    def counted(self: BinlogStream) -> Any:
+        nonlocal slow
+        slow += 1
+        return anext(self)
+
+    monkeypatch.setattr(BinlogStream, "_anext", counted)
+    s = server()
+    compiled = await _steps(s, binlog_file=s.name, position=4)
+    assert slow < len(compiled) / 2  # most steps took the C path: an event already decoded
+    monkeypatch.setattr(_stream, "_StreamIter", None)
+    assert stream.__aiter__() is stream
+    s = server()
+    python = await _steps(s, binlog_file=s.name, position=4)
+    assert compiled == python
+    assert len({step[-1] for step in compiled}) > 3  # the position really moved along the way
