@@ -891,10 +891,17 @@ dec_build(const uint64_t *words, int len, int64_t exp, int negative)
     return d;
 }
 
-/* the DECIMAL's value built directly (dec_direct): the fields folded into words of 19 digits */
+/* the DECIMAL's value built directly (dec_direct): the fields folded into words of 19 digits; NULL without an
+ * error where the compiler has no 128-bit integers (the text path then) */
 static PyObject *
 decimal_direct(const Op *op, const unsigned int *vals, int neg)
 {
+#ifndef __SIZEOF_INT128__
+    (void)op;
+    (void)vals;
+    (void)neg;
+    return NULL;
+#else
     uint64_t words[DEC_WORDS + 1] = {0};
     int len = 1;
     for (int k = 0; k < op->dec_fields; k++) {
@@ -918,6 +925,7 @@ decimal_direct(const Op *op, const unsigned int *vals, int neg)
     }
     int zero = len == 1 && words[0] == 0;
     return dec_build(words, len, -(int64_t)op->scale, neg && !zero);
+#endif
 }
 
 /* the Decimal through its constructor, from text with a decimal point ("-123.45", "0.005": the same coefficient and
@@ -1009,6 +1017,9 @@ dec_direct_init(void)
 {
     PyTypeObject *tp = (PyTypeObject *)Decimal;
     dec_direct = 0;
+#ifndef __SIZEOF_INT128__
+    return 0; /* decimal_direct needs 128-bit integers */
+#endif
     if (!PyType_Check(Decimal) || sizeof(void *) != 8 || (tp->tp_flags & Py_TPFLAGS_HAVE_GC) ||
         tp->tp_itemsize != 0 || tp->tp_alloc == NULL || getenv("MYBINLOG_NO_DIRECT_DECIMAL") != NULL)
         return 0;
