@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...errors import TypeMappingError
+from ...protocol._accel import speedups
 from ._mapping import _Spec, _spec
 from ._values import (
     _DEC_CONTEXT,
@@ -581,6 +582,8 @@ def _generate(
     exec(compile(source, "<mybinlog row encoder>", "exec"), namespace)  # only numbers reach `source`
     fast: Callable[[Sequence[Any]], str] = namespace["encode_row"]
     fast_rows: Callable[[Sequence[Sequence[Any]]], list[str]] = namespace["encode_rows"]
+    if speedups is not None:  # the compiled core writes the usual values, hands the rest to the same encoders
+        fast_rows = speedups.TsvRows(_tsv_ops(specs, encoders, positions, namespace), fast).encode_rows
     width = max((p for p in positions if p >= 0), default=-1) + 1
 
     def encode_row(row: Sequence[Any]) -> str:
@@ -601,6 +604,57 @@ def _generate(
             return [encode_row(row) for row in rows]  # raises for the first row that fails, naming the column
 
     return encode_row, encode_rows
+
+
+# the compiled core's kinds (mybinlog/protocol/_speedups.c, TsvRows)
+_TSV_ZERO, _TSV_INT, _TSV_UINT, _TSV_FLOAT64, _TSV_TEXT, _TSV_DATETIME, _TSV_TIMESTAMP, _TSV_DATE, _TSV_DECIMAL = range(
+    1, 10
+)
+_TSV_CALL = 10
+
+
+def _fields(v: Any, n: int) -> tuple[int, ...] | None:
+    """A range bound's fields for the compiled core: (y, mo, d, h, mi, s, us)[:n]."""
+    if v is None:
+        return None
+    if n == 3:
+        return (v.year, v.month, v.day)
+    return (v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond)
+
+
+def _tsv_ops(
+    specs: Sequence[_Spec], encoders: Sequence[Encoder], positions: Sequence[int], namespace: dict[str, Any]
+) -> tuple[tuple[Any, ...], ...]:
+    """The compiled rows encoder's column instructions: the kinds whose usual value it writes itself (the same
+    text as the generated code and the encoders above), every other column through its encoder."""
+    ops: list[tuple[Any, ...]] = []
+    for i, (spec, enc, pos) in enumerate(zip(specs, encoders, positions, strict=True)):
+        if pos < 0:
+            ops.append((_TSV_ZERO, -1, False, None, namespace[f"z{i}"]))
+            continue
+        kind: str = spec.kind
+        arg: Any = None
+        if kind == "int":
+            code = _TSV_UINT if spec.unsigned else _TSV_INT
+        elif kind == "float64":
+            code = _TSV_FLOAT64
+        elif kind == "text" and not spec.char:
+            code = _TSV_TEXT
+        elif kind in ("datetime", "timestamp"):
+            code = _TSV_TIMESTAMP if kind == "timestamp" else _TSV_DATETIME
+            first = spec.lo if spec.lo is not None else dt.datetime.min
+            last = spec.hi if spec.hi is not None else dt.datetime.max
+            arg = (spec.fsp, _fields(first, 7), _fields(last, 7))
+        elif kind == "date":
+            code = _TSV_DATE
+            arg = (0, _fields(spec.lo, 3), _fields(spec.hi, 3))
+        elif kind == "decimal":
+            code = _TSV_DECIMAL
+            arg = spec.scale
+        else:
+            code = _TSV_CALL
+        ops.append((code, pos, spec.nullable, enc, arg))
+    return tuple(ops)
 
 
 # ---------------------------------------------------------------------------------------------------------------
