@@ -3096,8 +3096,7 @@ tsv_value(Buf *b, const TsvOp *op, PyObject *v)
 static int
 tsv_row(TsvRows *self, Buf *b, PyObject *row)
 {
-    int fast = PyTuple_CheckExact(row) || PyList_CheckExact(row);
-    Py_ssize_t width = fast ? Py_SIZE(row) : -1;
+    int tuple = PyTuple_CheckExact(row), fast = tuple || PyList_CheckExact(row);
     for (Py_ssize_t k = 0; k < self->nops; k++) {
         const TsvOp *op = &self->ops[k];
         if (k && buf_byte(b, '\t') < 0)
@@ -3109,10 +3108,10 @@ tsv_row(TsvRows *self, Buf *b, PyObject *row)
             continue;
         }
         PyObject *v;
-        if (fast) {
-            if (op->pos < 0 || op->pos >= width)
+        if (fast) { /* a list's size read each time: an encoder called for an earlier value could change it */
+            if (op->pos < 0 || op->pos >= Py_SIZE(row))
                 return -2; /* python_row raises the IndexError */
-            v = PyTuple_CheckExact(row) ? PyTuple_GET_ITEM(row, op->pos) : PyList_GET_ITEM(row, op->pos);
+            v = tuple ? PyTuple_GET_ITEM(row, op->pos) : PyList_GET_ITEM(row, op->pos);
             Py_INCREF(v);
         }
         else if ((v = PySequence_GetItem(row, op->pos)) == NULL) {
