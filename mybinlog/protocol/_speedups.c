@@ -2781,6 +2781,7 @@ typedef struct {
     PyObject_HEAD
     Py_ssize_t nops;
     TsvOp *ops;
+    PyObject **values; /* one row's values, read before any is written */
     PyObject *python_row;
 } TsvRows;
 
@@ -2792,6 +2793,7 @@ TsvRows_dealloc(TsvRows *self)
         Py_XDECREF(self->ops[k].text);
     }
     PyMem_Free(self->ops);
+    PyMem_Free(self->values);
     Py_XDECREF(self->python_row);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -2825,15 +2827,20 @@ TsvRows_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->python_row = Py_NewRef(python_row);
     Py_ssize_t n = PyTuple_GET_SIZE(ops);
     self->ops = PyMem_Calloc(n ? n : 1, sizeof(TsvOp));
-    if (self->ops == NULL) {
+    self->values = PyMem_Calloc(n ? n : 1, sizeof(PyObject *));
+    if (self->ops == NULL || self->values == NULL) {
         Py_DECREF(self);
         return PyErr_NoMemory();
     }
     self->nops = n;
     for (Py_ssize_t k = 0; k < n; k++) {
         TsvOp *op = &self->ops[k];
-        PyObject *kind, *pos, *nullable, *encoder, *arg;
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(ops, k), "OOOOO:TsvRows op", &kind, &pos, &nullable, &encoder, &arg))
+        PyObject *kind, *pos, *nullable, *encoder, *arg, *item = PyTuple_GET_ITEM(ops, k);
+        if (!PyTuple_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "TsvRows: an op is a tuple (kind, position, nullable, encoder, arg)");
+            goto fail;
+        }
+        if (!PyArg_ParseTuple(item, "OOOOO:TsvRows op", &kind, &pos, &nullable, &encoder, &arg))
             goto fail;
         op->kind = (int)PyLong_AsLong(kind);
         op->pos = PyLong_AsSsize_t(pos);
@@ -2850,6 +2857,10 @@ TsvRows_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         }
         else if (op->kind == TSV_DATETIME || op->kind == TSV_TIMESTAMP || op->kind == TSV_DATE) {
             PyObject *fsp, *lo, *hi;
+            if (!PyTuple_Check(arg)) {
+                PyErr_SetString(PyExc_TypeError, "TsvRows: a temporal op's arg is (fsp, low, high)");
+                goto fail;
+            }
             if (!PyArg_ParseTuple(arg, "OOO:TsvRows range", &fsp, &lo, &hi))
                 goto fail;
             op->fsp = (int)PyLong_AsLong(fsp);
@@ -2867,6 +2878,10 @@ TsvRows_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             op->scale = (int)PyLong_AsLong(arg);
             if (op->scale == -1 && PyErr_Occurred())
                 goto fail;
+            if (op->scale < 0 || op->scale > 1000) {
+                PyErr_SetString(PyExc_ValueError, "TsvRows: a DECIMAL scale is 0..1000");
+                goto fail;
+            }
         }
         else if (op->kind < TSV_ZERO || op->kind > TSV_CALL) {
             PyErr_SetString(PyExc_ValueError, "TsvRows: unknown op kind");
@@ -3092,33 +3107,44 @@ tsv_value(Buf *b, const TsvOp *op, PyObject *v)
     }
 }
 
-/* one row's line: 0, -1 error, -2 "hand the row to python_row" */
+/* one row's line: 0, -1 error, -2 "hand the row to python_row". Every value is read from the row first, as the
+ * generated Python reads them, so that nothing an encoder does to the row changes what is written */
 static int
 tsv_row(TsvRows *self, Buf *b, PyObject *row)
 {
-    int tuple = PyTuple_CheckExact(row), fast = tuple || PyList_CheckExact(row);
-    for (Py_ssize_t k = 0; k < self->nops; k++) {
+    PyObject **vals = self->values;
+    Py_ssize_t k, got = 0;
+    int rc = 0, tuple = PyTuple_CheckExact(row), fast = tuple || PyList_CheckExact(row);
+    for (k = 0; k < self->nops; k++, got++) {
         const TsvOp *op = &self->ops[k];
-        if (k && buf_byte(b, '\t') < 0)
-            return -1;
+        PyObject *v = NULL;
+        if (op->kind == TSV_ZERO)
+            v = Py_NewRef(Py_None);
+        else if (fast) {
+            if (op->pos >= 0 && op->pos < Py_SIZE(row))
+                v = Py_NewRef(tuple ? PyTuple_GET_ITEM(row, op->pos) : PyList_GET_ITEM(row, op->pos));
+        }
+        else if ((v = PySequence_GetItem(row, op->pos)) == NULL)
+            PyErr_Clear();
+        if (v == NULL) {
+            rc = -2; /* python_row raises the IndexError */
+            goto done;
+        }
+        vals[k] = v;
+    }
+    for (k = 0; k < self->nops; k++) {
+        const TsvOp *op = &self->ops[k];
+        if (k && buf_byte(b, '\t') < 0) {
+            rc = -1;
+            goto done;
+        }
         if (op->kind == TSV_ZERO) {
-            int rc = tsv_put_str(b, op->text);
-            if (rc < 0)
-                return rc;
+            if ((rc = tsv_put_str(b, op->text)) < 0)
+                goto done;
             continue;
         }
-        PyObject *v;
-        if (fast) { /* a list's size read each time: an encoder called for an earlier value could change it */
-            if (op->pos < 0 || op->pos >= Py_SIZE(row))
-                return -2; /* python_row raises the IndexError */
-            v = tuple ? PyTuple_GET_ITEM(row, op->pos) : PyList_GET_ITEM(row, op->pos);
-            Py_INCREF(v);
-        }
-        else if ((v = PySequence_GetItem(row, op->pos)) == NULL) {
-            PyErr_Clear();
-            return -2;
-        }
-        int rc = tsv_value(b, op, v);
+        PyObject *v = vals[k];
+        rc = tsv_value(b, op, v);
         if (rc == 1) { /* the column's own encoder */
             PyObject *field = PyObject_CallOneArg(op->encoder, v);
             if (field == NULL) {
@@ -3130,26 +3156,30 @@ tsv_row(TsvRows *self, Buf *b, PyObject *row)
                 Py_DECREF(field);
             }
         }
-        Py_DECREF(v);
         if (rc < 0)
-            return rc;
+            goto done;
     }
-    return 0;
+done:
+    for (k = 0; k < got; k++)
+        Py_DECREF(vals[k]);
+    return rc;
 }
 
 static PyObject *
 TsvRows_encode(TsvRows *self, PyObject *rows)
 {
-    PyObject *seq = PySequence_Fast(rows, "encode_rows: rows must be a sequence");
+    /* a tuple of the rows (the same one for a tuple): it holds every row while its values are encoded, whatever an
+     * encoder called for a value does to the caller's list */
+    PyObject *seq = PySequence_Tuple(rows);
     if (seq == NULL)
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
     PyObject *out = PyList_New(n);
     Buf b = {NULL, 0, 0, 0};
     if (out == NULL)
         goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *row = PySequence_Fast_GET_ITEM(seq, i), *line;
+        PyObject *row = PyTuple_GET_ITEM(seq, i), *line;
         b.len = 0;
         int rc = tsv_row(self, &b, row);
         if (rc == -1)

@@ -262,3 +262,54 @@ def test_every_tricky_value_in_every_column(sql: str, caps: Capabilities) -> Non
     decimals = [("-0.00", 12, 2), ("-123456.78", 12, 2), ("0.01", 12, 2), ("0E-30", 65, 30), ("-5", 5, 0),
                 ("-12345678901234567890123456789012345.123456789012345678901234567891", 65, 30)]  # fmt: skip
     check(columns, caps, [(_decimal_from_compiled_decoder(*d),) for d in decimals])
+
+
+class _Meddler:
+    """A value whose conversion by its column's Python encoder runs a callback (that changes the rows)."""
+
+    def __init__(self, callback: Any) -> None:
+        self.callback = callback
+
+    def __int__(self) -> int:
+        self.callback()
+        return 5
+
+    __index__ = __int__
+
+
+def test_an_encoder_that_changes_the_rows_while_they_are_encoded() -> None:
+    """A value's own code (run by its column's Python encoder) empties its row or the list of rows: the compiled
+    encoder holds every row and reads a row's size at each value, so it never reads a freed or missing item; the
+    lines are the generated Python's."""
+    require_speedups()
+    columns = [col("YEAR", "a"), col("INT", "b"), col("VARCHAR(10)", "c")]
+
+    def emptied_row() -> list[Any]:
+        row: list[Any] = [None, 1, "x"]
+        row[0] = _Meddler(row.clear)
+        return [row]
+
+    compiled = outcome(_encoders.make_rows_encoder(columns, NEW), emptied_row())
+    assert compiled == outcome(pure_rows(columns, NEW, None), emptied_row())
+    assert compiled == ("ok", ["5\t1\tx"])  # the values are read before any is written
+    rows: list[Any] = []
+    rows += [[_Meddler(rows.clear), 1, "x" * 50], [2000, 2, "y"]]
+    assert _encoders.make_rows_encoder(columns, NEW)(rows) == ["5\t1\t" + "x" * 50, "2000\t2\ty"]
+
+
+def test_rows_from_an_iterator_are_read_once() -> None:
+    """An iterator of rows, one of them refused: the error names the column, as for a list."""
+    require_speedups()
+    columns = [col("INT", "a"), col("DATE", "when")]
+    encode = _encoders.make_rows_encoder(columns, NEW)
+    assert encode(iter([(1, dt.date(2020, 1, 2))])) == ["1\t2020-01-02"]
+    with pytest.raises(TypeMappingError, match="`when`"):
+        encode(iter([(1, dt.date(2020, 1, 2)), (2, 3.5)]))
+
+
+def test_the_compiled_encoder_refuses_a_negative_scale() -> None:
+    require_speedups()
+    from mybinlog.protocol._accel import speedups
+
+    with pytest.raises(ValueError, match="scale"):
+        speedups.TsvRows(((_encoders._TSV_DECIMAL, 0, True, str, -5),), str)

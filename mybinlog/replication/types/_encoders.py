@@ -598,6 +598,8 @@ def _generate(
             raise
 
     def encode_rows(rows: Sequence[Sequence[Any]]) -> list[str]:
+        if not isinstance(rows, list | tuple):
+            rows = list(rows)  # an iterator: read once, so that a failed row can be encoded again below
         try:
             return fast_rows(rows)
         except (TypeError, ValueError, ArithmeticError, OverflowError, IndexError, struct.error):
