@@ -350,7 +350,8 @@ class BinlogStream:
 
     # ------------------------------------------------------------------------------------------------
     def __aiter__(self) -> AsyncIterator[Event]:
-        if _StreamIter is not None:  # compiled core: __anext__ in C (the same steps as below)
+        # compiled core: __anext__ in C (the same steps as below), unless a subclass has its own __anext__
+        if _StreamIter is not None and type(self).__anext__ is BinlogStream.__anext__:
             return _StreamIter(self, self._pending, self._marks, self._anext)  # type: ignore[no-any-return]
         return self
 

@@ -333,6 +333,13 @@ async def test_the_compiled_async_iterator_is_the_python_one(
     stream = BinlogStream("mysql://u:p@127.0.0.1:1")
     assert type(stream.__aiter__()).__name__ == "StreamIter"
 
+    class Counting(BinlogStream):
+        def __anext__(self) -> Any:  # a subclass's own __anext__ is what async for calls
+            return super().__anext__()
+
+    sub = Counting("mysql://u:p@127.0.0.1:1")
+    assert sub.__aiter__() is sub
+
     def server() -> ScriptedServer:
         s = ScriptedServer(binlog, [1000000, *cuts])
         s.cuts = list(cuts)
