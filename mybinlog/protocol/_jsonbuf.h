@@ -52,6 +52,26 @@ static inline int buf_put(Buf *b, const char *s, Py_ssize_t n) {
 
 #define BUF_LIT(b, s) buf_put((b), (s), (Py_ssize_t)(sizeof(s) - 1))
 
+/* one code point as UTF-8 at p (surrogates too, as surrogatepass writes them); the end returned */
+static inline char *put_cp(char *p, Py_UCS4 c) {
+    if (c < 0x80) {
+        *p++ = (char)c;
+    } else if (c < 0x800) {
+        *p++ = (char)(0xC0 | (c >> 6));
+        *p++ = (char)(0x80 | (c & 0x3F));
+    } else if (c < 0x10000) {  /* surrogates too, as surrogatepass writes them */
+        *p++ = (char)(0xE0 | (c >> 12));
+        *p++ = (char)(0x80 | ((c >> 6) & 0x3F));
+        *p++ = (char)(0x80 | (c & 0x3F));
+    } else {
+        *p++ = (char)(0xF0 | (c >> 18));
+        *p++ = (char)(0x80 | ((c >> 12) & 0x3F));
+        *p++ = (char)(0x80 | ((c >> 6) & 0x3F));
+        *p++ = (char)(0x80 | (c & 0x3F));
+    }
+    return p;
+}
+
 static inline int buf_byte(Buf *b, char c) {
     if (BUF_RESERVE(b, 1) < 0) return -1;
     b->data[b->len++] = c;

@@ -24,25 +24,6 @@
 
 /* -- str to UTF-8, escaped as json.encoder.encode_basestring (ensure_ascii=False) does, or raw --------------- */
 
-static inline char *put_cp(char *p, Py_UCS4 c) {
-    if (c < 0x80) {
-        *p++ = (char)c;
-    } else if (c < 0x800) {
-        *p++ = (char)(0xC0 | (c >> 6));
-        *p++ = (char)(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {  /* surrogates too, as surrogatepass writes them */
-        *p++ = (char)(0xE0 | (c >> 12));
-        *p++ = (char)(0x80 | ((c >> 6) & 0x3F));
-        *p++ = (char)(0x80 | (c & 0x3F));
-    } else {
-        *p++ = (char)(0xF0 | (c >> 18));
-        *p++ = (char)(0x80 | ((c >> 12) & 0x3F));
-        *p++ = (char)(0x80 | ((c >> 6) & 0x3F));
-        *p++ = (char)(0x80 | (c & 0x3F));
-    }
-    return p;
-}
-
 /* at or above this many characters, a non-ASCII str is encoded by CPython's UTF-8 encoder and then escaped as
    bytes, which is faster than the character loop below */
 #define STR_LONG 32

@@ -928,34 +928,40 @@ decimal_direct(const Op *op, const unsigned int *vals, int neg)
 #endif
 }
 
+/* a decimal's digits (nd of them, no leading zeros) in plain notation with `scale` decimals at p ("-123.45",
+ * "0.005", "7"): at most nd + scale + 3 bytes; the end returned */
+static char *
+put_plain_decimal(char *p, const char *digits, int nd, int scale, int negative)
+{
+    if (negative)
+        *p++ = '-';
+    if (nd > scale) {
+        memcpy(p, digits, (size_t)(nd - scale));
+        p += nd - scale;
+        if (scale) {
+            *p++ = '.';
+            memcpy(p, digits + nd - scale, (size_t)scale);
+            p += scale;
+        }
+    }
+    else {
+        *p++ = '0';
+        *p++ = '.';
+        memset(p, '0', (size_t)(scale - nd));
+        p += scale - nd;
+        memcpy(p, digits, (size_t)nd);
+        p += nd;
+    }
+    return p;
+}
+
 /* the Decimal through its constructor, from text with a decimal point ("-123.45", "0.005": the same coefficient and
  * exponent as "-12345E-2", without parsing an exponent) */
 static PyObject *
 decimal_from_text(const char *digits, int nd, int sc, int negative)
 {
-    char text[128]; /* at most 96 digits and a scale of 99 (parse_image) */
-    int len = 0;
-    if (negative)
-        text[len++] = '-';
-    if (sc == 0) {
-        memcpy(text + len, digits, nd);
-        len += nd;
-    }
-    else if (nd > sc) {
-        memcpy(text + len, digits, nd - sc);
-        len += nd - sc;
-        text[len++] = '.';
-        memcpy(text + len, digits + nd - sc, sc);
-        len += sc;
-    }
-    else {
-        text[len++] = '0';
-        text[len++] = '.';
-        memset(text + len, '0', sc - nd);
-        len += sc - nd;
-        memcpy(text + len, digits, nd);
-        len += nd;
-    }
+    char text[256]; /* at most 96 digits and a scale of 99 (parse_image) */
+    int len = (int)(put_plain_decimal(text, digits, nd, sc, negative) - text);
     PyObject *s = PyUnicode_FromStringAndSize(text, len);
     if (s == NULL)
         return NULL;
@@ -1461,21 +1467,11 @@ render_table(Buf *b, const Py_UCS4 *table, const unsigned char *s, Py_ssize_t n)
     int rc = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_UCS4 c = table[s[i]];
-        if (c < 0x80)
-            u[k++] = (unsigned char)c;
-        else if (c < 0x800) {
-            u[k++] = (unsigned char)(0xC0 | c >> 6);
-            u[k++] = (unsigned char)(0x80 | (c & 0x3F));
-        }
-        else if (c <= 0xFFFF) {
-            u[k++] = (unsigned char)(0xE0 | c >> 12);
-            u[k++] = (unsigned char)(0x80 | (c >> 6 & 0x3F));
-            u[k++] = (unsigned char)(0x80 | (c & 0x3F));
-        }
-        else {
+        if (c > 0xFFFF) {
             rc = RENDER_GIVE_UP;
             break;
         }
+        k = (unsigned char *)put_cp((char *)u + k, c) - u;
     }
     if (rc == 0)
         rc = buf_quoted_utf8(b, u, k);
@@ -2905,30 +2901,14 @@ tsv_put_str(Buf *b, PyObject *u)
         return -1;
     int kind = PyUnicode_KIND(u);
     const void *data = PyUnicode_DATA(u);
-    unsigned char *p = (unsigned char *)b->data + b->len;
+    char *p = b->data + b->len;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c < 0x80)
-            *p++ = (unsigned char)c;
-        else if (c < 0x800) {
-            *p++ = (unsigned char)(0xC0 | c >> 6);
-            *p++ = (unsigned char)(0x80 | (c & 0x3F));
-        }
-        else if (c < 0x10000) {
-            if (c >= 0xD800 && c < 0xE000)
-                return -2;
-            *p++ = (unsigned char)(0xE0 | c >> 12);
-            *p++ = (unsigned char)(0x80 | (c >> 6 & 0x3F));
-            *p++ = (unsigned char)(0x80 | (c & 0x3F));
-        }
-        else {
-            *p++ = (unsigned char)(0xF0 | c >> 18);
-            *p++ = (unsigned char)(0x80 | (c >> 12 & 0x3F));
-            *p++ = (unsigned char)(0x80 | (c >> 6 & 0x3F));
-            *p++ = (unsigned char)(0x80 | (c & 0x3F));
-        }
+        if (c >= 0xD800 && c < 0xE000)
+            return -2;
+        p = put_cp(p, c);
     }
-    b->len = (char *)p - b->data;
+    b->len = p - b->data;
     return 0;
 }
 
@@ -3000,27 +2980,7 @@ tsv_decimal(Buf *b, PyObject *v, int scale)
     int zero = nd == 1 && digits[0] == '0';
     if (BUF_RESERVE(b, nd + scale + 3) < 0)
         return -1;
-    char *p = b->data + b->len;
-    if ((m->flags & 1) && !zero)
-        *p++ = '-';
-    if (nd > scale) {
-        memcpy(p, digits, (size_t)(nd - scale));
-        p += nd - scale;
-        if (scale) {
-            *p++ = '.';
-            memcpy(p, digits + nd - scale, (size_t)scale);
-            p += scale;
-        }
-    }
-    else {
-        *p++ = '0';
-        *p++ = '.';
-        memset(p, '0', (size_t)(scale - nd));
-        p += scale - nd;
-        memcpy(p, digits, (size_t)nd);
-        p += nd;
-    }
-    b->len = p - b->data;
+    b->len = put_plain_decimal(b->data + b->len, digits, nd, scale, (m->flags & 1) && !zero) - b->data;
     return 1;
 }
 
