@@ -9,6 +9,14 @@ Fixtures
                                call, options as in MariaDBServer (``binlog_format="STATEMENT"``,
                                ``log_bin=None``...)
 ``fresh_mariadb`` (function)   ``mariadb_factory()`` with the default options, for tests that restart/kill
+``mysql`` / ``mysql_factory`` / ``fresh_mysql``
+                               the same for Oracle MySQL 9.x (:class:`mybinlog.testing.MySQLServer`)
+``server`` (function)          the session server of the flavour under test: a test that names ``server`` (or
+                               ``db``, ``db_conn``, ``server_factory``, ``fresh_server``) runs once per flavour,
+                               ``[mariadb]`` and ``[mysql]``; ``@pytest.mark.servers("mariadb")`` on a test or
+                               module restricts it (the flavour is the ``server_kind`` parameter)
+``server_factory`` / ``fresh_server``
+                               ``mariadb_factory`` / ``fresh_mariadb`` or their MySQL twins, by flavour
 ``corpus_dir`` (session)       Path of the binlog corpus
 ``clickhouse_server`` (session) a private clickhouse-server 18.16 (:class:`mybinlog.testing.ClickHouseServer`):
                                ``.http_url`` (no credentials), ``.url()`` (user ``default`` with a password),
@@ -21,7 +29,7 @@ Fixtures
                                use (open ``chdb_target.path`` again to share it); always close your targets.
 ``chdb_dir`` (session)         the Path of that chdb directory
 
-Missing MariaDB binaries or corpus: the test fails when the environment has CI=true, and is skipped otherwise.
+Missing MariaDB or MySQL binaries or corpus: the test fails when the environment has CI=true, and is skipped otherwise.
 Tests that use a server fixture get the ``integration`` marker automatically; those using ``corpus_dir`` get
 ``corpus``.
 """
@@ -38,13 +46,17 @@ from typing import Any, NoReturn
 import pytest
 
 from mybinlog.testing._clickhouse import ClickHouseServer, find_clickhouse
+from mybinlog.testing._mysql import MySQLServer, find_mysql, not_available_reason
 from tests import corpus
 from tests.servers import MariaDBServer, find_mariadb
 
 _SERVER_FIXTURES = frozenset(
     {"mariadb", "fresh_mariadb", "mariadb_factory", "db", "db_conn"}
+    | {"mysql", "fresh_mysql", "mysql_factory", "server", "server_factory", "fresh_server", "server_kind"}
     | {"clickhouse_server", "ch_http", "chdb_target", "chdb_dir"}
 )
+#: the flavours a test naming ``server`` runs on, unless marked ``@pytest.mark.servers(...)``
+SERVER_KINDS = ("mariadb", "mysql")
 _db_counter = itertools.count(1)
 
 
@@ -65,6 +77,24 @@ def _require_mariadb() -> None:
             "MariaDB server binaries (mariadbd, mariadb-install-db) not found: run `bash scripts/setup.sh` "
             "to install mariadb-server and mariadb-client"
         )
+
+
+def _require_mysql() -> None:
+    if find_mysql() is None:
+        skip_or_fail(f"Oracle MySQL not found: {not_available_reason()}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "servers(*kinds): the server flavours (mariadb, mysql) a test using `server` runs on"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "server_kind" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("servers")
+        kinds = marker.args if marker is not None else SERVER_KINDS
+        metafunc.parametrize("server_kind", kinds, scope="session")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -134,23 +164,97 @@ def fresh_mariadb(mariadb_factory: Callable[..., MariaDBServer]) -> MariaDBServe
     return mariadb_factory()
 
 
+@pytest.fixture(scope="session")
+def mysql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MySQLServer]:
+    """One private Oracle MySQL server for the whole session. Never restart/reconfigure it: use fresh_mysql."""
+    _require_mysql()
+    server = MySQLServer(tmp_path_factory.mktemp("mysql-session"), name="session")
+    server.start()
+    try:
+        yield server
+    finally:
+        try:
+            server.stop()
+        finally:
+            server.cleanup()
+
+
 @pytest.fixture
-def db(mariadb: MariaDBServer, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A database unique to this test on the shared server, dropped afterwards."""
+def mysql_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., MySQLServer]]:
+    """Start new private MySQL servers: ``mysql_factory(binlog_row_image="MINIMAL")``; removed afterwards."""
+    _require_mysql()
+    servers: list[MySQLServer] = []
+
+    def factory(
+        *,
+        start: bool = True,
+        extra_args: tuple[str, ...] | list[str] = (),
+        startup_timeout: float = 120.0,
+        **options: Any,
+    ) -> MySQLServer:
+        server = MySQLServer(
+            tmp_path_factory.mktemp("mysql"),
+            options=options,
+            extra_args=extra_args,
+            startup_timeout=startup_timeout,
+            name=f"fresh{len(servers) + 1}",
+        )
+        servers.append(server)
+        if start:
+            server.start()
+        return server
+
+    yield factory
+    for server in servers:
+        try:
+            server.stop(timeout=60)
+        finally:
+            server.cleanup()
+
+
+@pytest.fixture
+def fresh_mysql(mysql_factory: Callable[..., MySQLServer]) -> MySQLServer:
+    """A new MySQL server with default options, private to this test."""
+    return mysql_factory()
+
+
+@pytest.fixture
+def server(server_kind: str, request: pytest.FixtureRequest) -> MariaDBServer:
+    """The session server of the flavour under test (``mariadb`` or ``mysql``)."""
+    found: MariaDBServer = request.getfixturevalue(server_kind)
+    return found
+
+
+@pytest.fixture
+def server_factory(server_kind: str, request: pytest.FixtureRequest) -> Callable[..., MariaDBServer]:
+    """``mariadb_factory`` or ``mysql_factory``, by flavour."""
+    found: Callable[..., MariaDBServer] = request.getfixturevalue(f"{server_kind}_factory")
+    return found
+
+
+@pytest.fixture
+def fresh_server(server_factory: Callable[..., MariaDBServer]) -> MariaDBServer:
+    """A new server of the flavour under test, private to this test."""
+    return server_factory()
+
+
+@pytest.fixture
+def db(server: MariaDBServer, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A database unique to this test on the server of the flavour under test, dropped afterwards."""
     stem = re.sub(r"[^0-9a-zA-Z_]", "_", request.node.name)[:40]
     name = f"t{next(_db_counter)}_{stem}"
-    mariadb.create_database(name)
+    server.create_database(name)
     try:
         yield name
     finally:
-        if mariadb.running:
-            mariadb.drop_database(name)
+        if server.running:
+            server.drop_database(name)
 
 
 @pytest.fixture
-def db_conn(mariadb: MariaDBServer, db: str) -> Iterator[Any]:
+def db_conn(server: MariaDBServer, db: str) -> Iterator[Any]:
     """pymysql connection (admin, autocommit, utf8mb4, session time_zone '+00:00') using ``db``."""
-    conn = mariadb.connect(database=db)
+    conn = server.connect(database=db)
     with conn.cursor() as cur:
         cur.execute("SET time_zone = '+00:00'")
     try:

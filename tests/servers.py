@@ -13,6 +13,7 @@ from mybinlog.testing._mariadb import (
     MariaDBStartError,
     find_mariadb,
 )
+from mybinlog.testing._mysql import MySQLServer, find_mysql
 
 __all__ = [
     "ADMIN_PASSWORD",
@@ -24,5 +25,7 @@ __all__ = [
     "MariaDBNotAvailable",
     "MariaDBServer",
     "MariaDBStartError",
+    "MySQLServer",
     "find_mariadb",
+    "find_mysql",
 ]

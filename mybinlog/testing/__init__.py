@@ -1,5 +1,5 @@
-"""Private, throwaway servers for tests (and the demo): a MariaDB in a temporary data directory and a ClickHouse
-server with a generated config, on free ports, never outliving the Python process.
+"""Private, throwaway servers for tests (and the demo): a MariaDB or an Oracle MySQL in a temporary data directory
+and a ClickHouse server with a generated config, on free ports, never outliving the Python process.
 
 Importable by users for their own tests, as asyncpg ships its cluster helper::
 
@@ -25,6 +25,7 @@ from ._mariadb import (
     MariaDBStartError,
     find_mariadb,
 )
+from ._mysql import MYSQL_DEFAULT_OPTIONS, MySQLBinaries, MySQLNotAvailable, MySQLServer, MySQLStartError, find_mysql
 
 __all__ = [
     "ADMIN_PASSWORD",
@@ -39,6 +40,12 @@ __all__ = [
     "MariaDBNotAvailable",
     "MariaDBServer",
     "MariaDBStartError",
+    "MYSQL_DEFAULT_OPTIONS",
+    "MySQLBinaries",
+    "MySQLNotAvailable",
+    "MySQLServer",
+    "MySQLStartError",
     "find_clickhouse",
     "find_mariadb",
+    "find_mysql",
 ]

@@ -377,7 +377,7 @@ class MariaDBServer:
         startup_timeout: float = 60.0,
         name: str = "mariadb",
     ) -> None:
-        self.binaries = _require_binaries()
+        self.binaries = self._find_binaries()
         self.name = name
         self.base_dir = Path(base_dir).absolute()
         self.base_dir.mkdir(parents=True, exist_ok=True)
@@ -408,6 +408,12 @@ class MariaDBServer:
         self._proc: subprocess.Popen[bytes] | None = None
         self._conn: pymysql.connections.Connection[Any] | None = None
         self._version: str | None = None
+
+    #: "mariadb" or "mysql": the flavour of server (for SQL that differs between them)
+    flavor = "mariadb"
+
+    def _find_binaries(self) -> Any:
+        return _require_binaries()
 
     # -- descriptive properties ---
 
@@ -513,11 +519,7 @@ class MariaDBServer:
         if self.running:
             return self
         if not (self.datadir / "mysql").is_dir():
-            install_options = {k: v for k, v in self.options.items() if k in _INSTALL_OPTIONS}
-            template = _template_datadir(self.binaries, install_options)
-            if self.datadir.exists():
-                shutil.rmtree(self.datadir)
-            shutil.copytree(template, self.datadir, symlinks=True)
+            self._install_datadir()
         for attempt in range(3):
             deadline = time.monotonic() + self.startup_timeout
             log_size = self.error_log.stat().st_size if self.error_log.exists() else 0
@@ -532,19 +534,31 @@ class MariaDBServer:
             with _LIVE_LOCK:
                 _LIVE.add(self)
             try:
-                conn = _wait_ready(self._proc, self.socket, deadline, self.error_log, f"mariadbd {self.name}")
+                conn = _wait_ready(self._proc, self.socket, deadline, self.error_log, f"{self.flavor} {self.name}")
             except MariaDBStartError:
                 self._reap()
                 new_log = (
                     self.error_log.read_text(errors="replace")[log_size:] if self.error_log.exists() else ""
                 )
-                if attempt < 2 and ("already in use" in new_log or "Can't start server: Bind" in new_log):
+                if attempt < 2 and self._start_error(new_log):
                     self.port = _free_port()
                     continue
                 raise
             conn.close()
             return self
         raise AssertionError("unreachable")
+
+    def _install_datadir(self) -> None:
+        """Create the data directory from the per-process template."""
+        install_options = {k: v for k, v in self.options.items() if k in _INSTALL_OPTIONS}
+        template = _template_datadir(self.binaries, install_options)
+        if self.datadir.exists():
+            shutil.rmtree(self.datadir)
+        shutil.copytree(template, self.datadir, symlinks=True)
+
+    def _start_error(self, new_log: str) -> bool:
+        """Whether a failed start is worth retrying on another port."""
+        return "already in use" in new_log or "Can't start server: Bind" in new_log
 
     def _reap(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
@@ -680,6 +694,11 @@ class MariaDBServer:
     def gtid_binlog_pos(self) -> str:
         """``@@gtid_binlog_pos``: the GTID of the last transaction in the binlog per domain."""
         return str(self.query_value("SELECT @@gtid_binlog_pos"))
+
+    def gtid_position(self) -> str:
+        """The server's GTID position in its own flavour: MariaDB ``@@gtid_binlog_pos``, MySQL
+        ``@@global.gtid_executed`` (what a GTID-resuming client passes to start after everything written)."""
+        return self.gtid_binlog_pos()
 
     def flush_binary_logs(self) -> str:
         """Rotate to a new binlog file and return its name."""
