@@ -236,9 +236,9 @@ class TableMap:
 def parse_table_map_body(body: bytes, pos: int, *, mariadb: bool = False) -> tuple[TableMap, int]:
     """Parse a TABLE_MAP body from after the table id and return (TableMap, end).
 
-    ``mariadb`` selects MariaDB's column classes in the optional metadata (its signedness list includes YEAR
-    and its charset list includes GEOMETRY; MySQL's do not). A :class:`DecodeError` raised after the schema and
-    table names were read carries them (``schema``, ``table``).
+    ``mariadb`` selects MariaDB's column classes in the optional metadata (its charset list includes GEOMETRY,
+    MySQL's includes VECTOR instead; both signedness lists include YEAR: see ``SIGNEDNESS_TYPES``). A
+    :class:`DecodeError` raised after the schema and table names were read carries them (``schema``, ``table``).
     """
     table_flags, schema, name, pos = _table_names(body, pos)
     try:
@@ -304,8 +304,20 @@ def _parse_columns(body: bytes, pos: int, table_flags: int, schema: str, name: s
     return TableMap(schema, name, columns, table_flags, primary_key)
 
 
-_MARIADB_NUMERIC = NUMERIC_TYPES | {ColumnType.YEAR}
-_MARIADB_CHARACTER = CHARACTER_TYPES | {ColumnType.GEOMETRY}
+# Which columns each list of the optional metadata counts, by the column's type in the table map (ENUM and SET
+# appear there as STRING; ``real_type`` tells them apart). A list's entries belong, in column order, to the columns
+# of its class only, so one column counted differently shifts every later column's signedness or charset.
+#
+# SIGNEDNESS, one bit per column: both servers count the integers, FLOAT, DOUBLE, DECIMAL/NEWDECIMAL and YEAR
+# (MySQL 8.0+: has_signedess_information_type() in sql/field_common_properties.h, YEAR being a TINYINT with sign
+# modifiers; live MySQL 9.7 writes YEAR's bit set; MariaDB: every Field_num, YEAR included). BIT is not counted.
+SIGNEDNESS_TYPES = NUMERIC_TYPES | {ColumnType.YEAR}
+# DEFAULT_CHARSET / COLUMN_CHARSET, one collation per column: CHAR, VARCHAR and BLOB/TEXT on both servers (binary
+# ones with collation 63); MySQL (is_character_type() of the field's real type) also counts VECTOR (9.0+: a BLOB
+# underneath, collation 63) but not GEOMETRY or JSON; MariaDB also counts GEOMETRY (a BLOB underneath) and has no
+# VECTOR type code (its VECTOR is a binary VARCHAR). ENUM and SET have their own lists (ENUM_AND_SET_*_CHARSET).
+MYSQL_CHARSET_TYPES = CHARACTER_TYPES | {ColumnType.VECTOR}
+MARIADB_CHARSET_TYPES = CHARACTER_TYPES | {ColumnType.GEOMETRY}
 
 
 def _parse_optional_metadata(
@@ -313,9 +325,8 @@ def _parse_optional_metadata(
 ) -> list[tuple[int, int]] | None:
     """Apply the optional metadata fields to ``columns``; returns the primary key as (index, prefix) pairs in
     key order when the metadata has one."""
-    numeric_types = _MARIADB_NUMERIC if mariadb else NUMERIC_TYPES
-    character_types = _MARIADB_CHARACTER if mariadb else CHARACTER_TYPES
-    numeric = [c for c in columns if c.real_type in numeric_types]
+    character_types = MARIADB_CHARSET_TYPES if mariadb else MYSQL_CHARSET_TYPES
+    numeric = [c for c in columns if c.real_type in SIGNEDNESS_TYPES]
     character = [c for c in columns if c.real_type in character_types]
     primary_key: list[tuple[int, int]] | None = None
     enum_set = [c for c in columns if c.real_type in (ColumnType.ENUM, ColumnType.SET)]

@@ -31,7 +31,7 @@ from mybinlog.protocol._decoder import EventDecoder
 from mybinlog.protocol._events import Event, RowsEvent, TableMapEvent
 from mybinlog.protocol._format import _json_default, event_to_json
 from mybinlog.protocol._jsonb import JsonDiff, JsonOpaque
-from mybinlog.protocol._table import _MARIADB_NUMERIC
+from mybinlog.protocol._table import SIGNEDNESS_TYPES
 from tests.corpus import binlog_files
 from tests.unit.test_decoder import mariadb_decoder, mysql_decoder, optional, rows_body
 from tests.unit.test_event_vectors import _packed, event, table_map_body
@@ -229,7 +229,7 @@ def _table_event(cols: list[tuple[int, int, bool]]) -> bytes:
     types = [t for t, _, _ in cols]
     metas = [m if t not in _INTS and t not in (CT.INT24, CT.YEAR) else 0 for t, m, _ in cols]
     body = table_map_body(9, "db", "t", types, metas)
-    numeric = [(t, u) for t, _, u in cols if t in _MARIADB_NUMERIC]  # YEAR too: MariaDB's signedness list
+    numeric = [(t, u) for t, _, u in cols if t in SIGNEDNESS_TYPES]  # YEAR too (both servers)
     bits = 0
     for k, (_t, u) in enumerate(numeric):
         if u:
