@@ -13,7 +13,7 @@ if os.environ.get("MYBINLOG_BUILD_EXTENSIONS", "1").strip() not in ("0", "false"
     extensions.append(
         Extension(
             "mybinlog.protocol._speedups",
-            ["mybinlog/protocol/_speedups.c"],
+            ["mybinlog/protocol/_speedups.c", "mybinlog/protocol/_jsonb.c"],  # _jsonb.c: MySQL binary JSON
             depends=["mybinlog/protocol/_jsonbuf.h"],  # shared with _jsonl.c: rebuilt when it changes, in the sdist
             optional=True,  # a failed compile is a warning, not a failed install
             extra_compile_args=["-O2", "-std=c11"],

@@ -702,6 +702,11 @@ py_utf8_simd(PyObject *self, PyObject *on)
 #endif
 }
 
+/* _jsonb.c: MySQL binary JSON */
+int mb_jsonb_is_decoder(PyObject *f);
+PyObject *mb_jsonb_decode(const unsigned char *p, Py_ssize_t n, PyObject *fallback);
+PyObject *mb_jsonb_py_decode(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
 static PyObject *
 decode_utf8(const char *p, Py_ssize_t n)
 {
@@ -768,6 +773,9 @@ decode_text(const Op *op, const char *p, Py_ssize_t n)
         return s;
     }
     case TEXT_CALL: {
+        int jsonb = mb_jsonb_is_decoder(codec); /* binary JSON: decoded in C (_jsonb.c), errors by the value function */
+        if (jsonb)
+            return jsonb < 0 ? NULL : mb_jsonb_decode((const unsigned char *)p, n, codec);
         PyObject *raw = PyBytes_FromStringAndSize(p, n);
         if (raw == NULL)
             return NULL;
@@ -3192,6 +3200,9 @@ static PyMethodDef module_methods[] = {
      "frame_events(buf, pos, end, max_bytes, seq) -> (events, pos, seq, stop payload) or None"},
     {"decode_events", (PyCFunction)(void (*)(void))decode_events, METH_FASTCALL,
      "decode_events(raws, offsets, start, out, file, trailer, verify, network, tid6, hits, table_maps) -> index"},
+    {"decode_jsonb", (PyCFunction)(void (*)(void))mb_jsonb_py_decode, METH_FASTCALL,
+     "decode_jsonb(data, fallback=None) -> a MySQL binary JSON document decoded as _jsonb.decode_jsonb does; when it "
+     "is malformed, fallback(bytes(data)) (which raises the exact error), or ValueError without one"},
     {NULL, NULL, 0, NULL},
 };
 
