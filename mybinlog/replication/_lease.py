@@ -306,20 +306,10 @@ class ReplicaLease:
         deadline = _now() + self.retry_seconds
         delay = 0.1
         while True:
+            conn: SourceConnection | None = None
             try:
                 conn = await self._connect()
-            except SourceConnectionError as exc:
-                if _now() + delay > deadline:
-                    raise SourceConnectionError(
-                        f"{self.dsn.display}: cannot take replica {self.replica!r}'s lock again: the source stayed "
-                        f"unreachable for {self.retry_seconds:g} s ({exc}); nothing was written meanwhile, run again "
-                        "to resume from the checkpoint"
-                    ) from exc
-                await asyncio.sleep(delay * (0.5 + random.random() / 2))  # backoff before the next attempt
-                delay = min(delay * 2, 10.0)
-                continue
-            sent = _now()
-            try:
+                sent = _now()
                 if self.lease_seconds is not None and stale > self.lease_seconds:
                     verb = (
                         f"lost its lease: nothing confirmed it for {stale:.1f} s (longer than the lease of "
@@ -329,8 +319,23 @@ class ReplicaLease:
                 else:
                     verb = "was taken over by"
                 await self._take(conn, verb, lost=True)
+            except SourceConnectionError as exc:
+                # unreachable, or reachable but going away (a clean shutdown answers 1053 to the connection or to
+                # GET_LOCK; a server starting up refuses for a moment): the same outage, retried within the budget
+                if conn is not None:
+                    await _close(conn)
+                if _now() + delay > deadline:
+                    raise SourceConnectionError(
+                        f"{self.dsn.display}: cannot take replica {self.replica!r}'s lock again: the source stayed "
+                        f"unreachable for {self.retry_seconds:g} s ({exc}); nothing was written meanwhile, run again "
+                        "to resume from the checkpoint"
+                    ) from exc
+                await asyncio.sleep(delay * (0.5 + random.random() / 2))  # backoff before the next attempt
+                delay = min(delay * 2, 10.0)
+                continue
             except BaseException:
-                await _close(conn)
+                if conn is not None:
+                    await _close(conn)
                 raise
             self._conn = conn
             self._confirmed = sent

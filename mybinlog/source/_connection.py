@@ -433,6 +433,7 @@ class BinlogConnection:
         self._batch_index = 0
         self._stop: StopPacket | None = None  # the non-event packet (EOF, error) after the batch
         self._finished = False
+        self._blocking = True  # the dump waits for new events: an EOF then is the server ending it, not the end
         self._closed = False
         self._broken: str | None = None
 
@@ -696,6 +697,7 @@ class BinlogConnection:
             raise ConfigurationError(f"position must be an integer >= 4 (a binlog's first event), got {position!r}")
         info = self.info
         flags = 0 if blocking else BINLOG_DUMP_NON_BLOCK
+        self._blocking = blocking
         if annotate_rows and info.flavor == "mariadb":
             flags |= BINLOG_SEND_ANNOTATE_ROWS_EVENT
         if gtid_set is not None:
@@ -819,10 +821,21 @@ class BinlogConnection:
         return True
 
     def _handle_stop(self) -> None:
-        """The packet that ended the events: EOF (end of a non-blocking dump) returns, anything else raises."""
+        """The packet that ended the events: EOF (end of a non-blocking dump) returns, anything else raises.
+
+        An EOF that ends a *blocking* dump is the server ending it on its own: MySQL's dump thread sends one when the
+        server shuts down cleanly (and when the thread is killed), where MariaDB sends error 1053. That is a lost
+        connection like any other (:class:`SourceConnectionError`: reconnect), never the end of the stream.
+        """
         packet = self._stop
         assert packet is not None
         self._stop = None
+        if isinstance(packet, EofPacket) and self._blocking:
+            self._broken = "the server ended the blocking binlog dump (it is shutting down, or the dump was killed)"
+            self._close_socket()
+            raise SourceConnectionError(
+                f"{self.dsn.display}: {self._broken}; reconnect and resume from the last position"
+            )
         if isinstance(packet, EofPacket):
             self._finished = True
             logger.debug("%s: end of the non-blocking binlog dump", self.dsn.display)
