@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mybinlog import MariaDBGtidSet
+from mybinlog import parse_gtid_set
 from tests.servers import MariaDBServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -166,13 +166,14 @@ class ReplicateProcess:
 
     def wait_caught_up(self, server: MariaDBServer, *, timeout: float = 120.0, replica: str | None = None) -> str:
         """Until a checkpoint (of ``replica``, when given) covers every transaction ``server`` has logged until now."""
-        goal = MariaDBGtidSet.parse(server.gtid_binlog_pos())
+        flavor = server.flavor  # the checkpoint's GTIDs are in the server's own text (MariaDB or MySQL)
+        goal = parse_gtid_set(server.gtid_binlog_pos(), flavor)
 
         def covers(line: str) -> bool:
             if replica is not None and f" {replica}: checkpoint at " not in line:
                 return False
             m = _CHECKPOINT.search(line)
-            return m is not None and MariaDBGtidSet.parse(m.group(3)).contains(goal)
+            return m is not None and parse_gtid_set(m.group(3), flavor).contains(goal)  # type: ignore[arg-type]
 
         return self.wait_for(covers, timeout=timeout)
 
