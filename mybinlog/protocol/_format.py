@@ -55,12 +55,19 @@ def format_time(td: datetime.timedelta) -> str:
     return text
 
 
+def decimal_text(v: decimal.Decimal) -> str:
+    """A Decimal in fixed notation with all its digits (``"0.000000000"``, ``"-0.000000080"``, ``"12.3400"``):
+    ``str()`` switches to exponent form below 1e-6 (``"0E-9"``), docs/dump-format.md promises the column's scale."""
+    text = str(v)
+    return text if "E" not in text else format(v, "f")
+
+
 def json_value(v: Any) -> Any:
     """A column value as a JSON-ready object (see docs/dump-format.md)."""
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
     if isinstance(v, decimal.Decimal):
-        return str(v)
+        return decimal_text(v)
     if isinstance(v, (bytes, bytearray, memoryview)):
         return bytes(v).hex()
     if isinstance(v, datetime.datetime):
@@ -107,7 +114,7 @@ def _json_default(v: Any) -> Any:
     """The JSON encoder's hook for what it cannot encode itself: the same forms as :func:`json_value` (and, in
     JSON documents, :func:`_json_doc`), so rows go to the C encoder as they are, without a copy."""
     if isinstance(v, decimal.Decimal):
-        return str(v)
+        return decimal_text(v)
     if isinstance(v, datetime.date):  # datetime.datetime included
         return v.isoformat()
     if isinstance(v, (bytes, bytearray, memoryview)):
@@ -154,7 +161,7 @@ def _value_expr(type_code: int, v: str) -> str:
     if type_code in _TEXT_COLUMNS:
         return f"_js({v}) if type({v}) is str else _g({v})"
     if type_code in _DECIMAL_COLUMNS:
-        return f"_q + str({v}) + _q if type({v}) is _Dec else _g({v})"
+        return f"_q + _dec({v}) + _q if type({v}) is _Dec else _g({v})"
     if type_code in _DATETIME_COLUMNS:
         return f"_q + {v}.isoformat() + _q if type({v}) is _DT else _g({v})"
     if type_code in _DATE_COLUMNS:
@@ -180,6 +187,7 @@ def _row_formatter(types: tuple[int, ...]) -> Callable[[tuple[Any, ...]], str]:
         "_fr": _float_repr,
         "_q": '"',
         "_Dec": decimal.Decimal,
+        "_dec": decimal_text,
         "_DT": datetime.datetime,
         "_Date": datetime.date,
     }

@@ -82,6 +82,7 @@ static PyObject *encode_value;    /* value -> its JSON text (the pure-Python ren
 static PyObject *event_fallback;  /* event -> its JSON line (the pure-Python event_to_json) */
 static PyObject *missing;         /* mybinlog's MISSING */
 static PyObject *decimal_type;    /* decimal.Decimal */
+static PyObject *fixed_spec;      /* "f": the format spec of a Decimal in fixed notation */
 static PyObject *rows_json;       /* event -> its rows' JSON (bytes) rendered from the row images, or None */
 static PyObject *kind_cache;      /* dict: event class -> kind */
 
@@ -233,8 +234,13 @@ static int put_value(Buf *b, PyObject *v, int depth) {
     if (v == Py_None) return BUF_LIT(b, "null");
     if (t == &PyFloat_Type) return put_float(b, v);
     if ((PyObject *)t == decimal_type) {
+        /* fixed notation (docs/dump-format.md): str() but format(v, "f") where str() has an exponent ("0E-9") */
         PyObject *s = PyObject_Str(v);
         if (s == NULL) return -1;
+        if (PyUnicode_FindChar(s, 'E', 0, PyUnicode_GET_LENGTH(s), 1) >= 0) {
+            Py_SETREF(s, PyObject_Format(v, fixed_spec));
+            if (s == NULL) return -1;
+        }
         int rc = buf_str(b, s, 1);
         Py_DECREF(s);
         return rc;
@@ -772,5 +778,6 @@ PyMODINIT_FUNC PyInit__jsonl_speedups(void) {
     if (PyDateTimeAPI == NULL) return NULL;
     for (int i = 0; i < N_ATTRS; i++)
         if ((attr_names[i] = PyUnicode_InternFromString(attr_text[i])) == NULL) return NULL;
+    if ((fixed_spec = PyUnicode_InternFromString("f")) == NULL) return NULL;
     return PyModule_Create(&module);
 }

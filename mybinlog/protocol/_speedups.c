@@ -1512,8 +1512,8 @@ render_text(Buf *b, const Op *op, const unsigned char *s, Py_ssize_t n, Py_ssize
     }
 }
 
-/* str(Decimal) of the value decode_decimal() builds, quoted: plain notation, or scientific when the exponent
- * is small (Decimal's to-scientific-string rule) */
+/* the value decode_decimal() builds, quoted, in fixed notation with the column's scale ("0.000000000", not str()'s
+ * "0E-9"): the Python renderer's decimal_text() */
 static int
 render_decimal(Buf *b, Op *op, const unsigned char *p)
 {
@@ -1523,8 +1523,7 @@ render_decimal(Buf *b, Op *op, const unsigned char *p)
     if (nd < 0)
         return RENDER_GIVE_UP;
     int exponent = -op->scale;
-    int leftdigits = exponent + nd;
-    int dotplace = leftdigits > -6 ? leftdigits : 1; /* exponent <= 0 always */
+    int dotplace = exponent + nd; /* exponent <= 0 always */
     if (BUF_RESERVE(b, nd - exponent + 16) < 0)
         return -1;
     char *q = b->data + b->len;
@@ -1553,11 +1552,6 @@ render_decimal(Buf *b, Op *op, const unsigned char *p)
         q += nd - dotplace;
     }
     b->len = q - b->data;
-    if (leftdigits != dotplace) {
-        int e = leftdigits - dotplace;
-        if (buf_byte(b, 'E') < 0 || buf_byte(b, e < 0 ? '-' : '+') < 0 || buf_ll(b, e < 0 ? -e : e) < 0)
-            return -1;
-    }
     return buf_byte(b, '"');
 }
 

@@ -278,7 +278,10 @@ def _text_encoder(spec: _Spec) -> Encoder:
         if v is None:
             return NULL_FIELD
         if type(v) is not str:
-            v = _as_text(v) if not isinstance(v, int | float | decimal.Decimal) else str(v)
+            if isinstance(v, decimal.Decimal):
+                v = format(v, "f")  # fixed notation: str() writes "0E-9"
+            else:
+                v = _as_text(v) if not isinstance(v, int | float) else str(v)
         if char:
             v = v.rstrip(" ")  # CHAR values are read without trailing spaces
         return esc(v)
