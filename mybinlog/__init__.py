@@ -94,7 +94,7 @@ from .source._dsn import DSN
 from .source._files import iter_binlog_events, read_binlog_file
 
 if _typing.TYPE_CHECKING:  # imported on first use (below): `mybinlog dump` and file readers start faster without them
-    from .protocol._transaction import Transaction
+    from .protocol._transaction import Transaction, XaStatement, Xid, parse_xa_statement
     from .sharing import (
         Binlog,
         BinlogClient,
@@ -127,6 +127,9 @@ _LAZY = {
     "serve_status": ".status",
     "status_document": ".status",
     "Transaction": ".protocol._transaction",
+    "XaStatement": ".protocol._transaction",
+    "Xid": ".protocol._transaction",
+    "parse_xa_statement": ".protocol._transaction",
     "BinlogStream": ".source._stream",
     "ServerInfo": ".source._connection",
 }
@@ -174,6 +177,9 @@ __all__ = [
     "BinlogStatistics",
     "BinlogClientStatistics",
     "Transaction",
+    "XaStatement",
+    "Xid",
+    "parse_xa_statement",
     "BinlogStatus",
     # events
     "Event",

@@ -202,6 +202,10 @@ class MariadbGtidEvent(Event):
         extra = " standalone" if self.standalone else ""
         if self.is_ddl:
             extra += " ddl"
+        if self.gtid_flags & self.FL_PREPARED_XA:
+            extra += " xa-prepare"
+        if self.gtid_flags & self.FL_COMPLETED_XA:
+            extra += " xa-complete"
         return f"GTID {self.gtid}{extra}"
 
 
@@ -470,7 +474,9 @@ class XaPrepareEvent(Event):
     bqual: bytes
 
     def describe(self) -> str:
-        return f"XA PREPARE {self.gtrid!r},{self.bqual!r},{self.format_id}" + (" ONE PHASE" if self.one_phase else "")
+        # the form of the server's XA COMMIT/ROLLBACK statements, so that a reader can pair them up
+        xid = f"X'{self.gtrid.hex()}',X'{self.bqual.hex()}',{self.format_id}"
+        return f"XA COMMIT {xid} ONE PHASE" if self.one_phase else f"XA PREPARE {xid}"
 
 
 @dataclass(slots=True, eq=False, kw_only=True)
