@@ -6,12 +6,14 @@ single-row insert (atomic in ClickHouse) into ``<meta_database>.checkpoints``, a
 with an increasing ``seq``. ``pending`` records a batch that is about to be inserted (its end position): after a
 crash, the replicator replays exactly that batch first, so collapsing tables can deduplicate or roll it back.
 
-Two more states share the row:
+More states share the row:
 
 * ``loading``: the replica's built-in initial load has started and not finished; the list names every ClickHouse
   table it may have written. A replicator that finds it drops those tables and loads again (a load is never
   resumed: rows deleted at the source meanwhile would stay). :func:`load_checkpoint` returns such a row only when
   asked (``include_loading=True``): for everyone else the replica has no checkpoint yet.
+* ``xa``: the prepared XA transactions the position has passed whose COMMIT or ROLLBACK has not come yet, with the
+  position to read each again from the binlog (``_xa.py``, docs/replication.md "XA transactions").
 * ``version_base``: added to binlog file numbers in row versions (see :mod:`._version`). It changes when the source
   becomes another server (a failover: ``position.server_id`` changes), so that versions keep growing although the
   new server numbers its binlog files differently.
@@ -93,6 +95,8 @@ class Checkpoint:
     loading: list[str] | None = None  # an unfinished initial load: the tables it may have written
     version_base: int = 0  # added to binlog file numbers in row versions (changes on a failover)
     written: list[str] = field(default_factory=list)  # tables whose insert of the pending batch returned
+    # the prepared XA transactions passed at `position` and not resolved yet: XID -> where to read them again (_xa.py)
+    xa: dict[str, Any] = field(default_factory=dict)
 
     @property
     def epoch(self) -> int:
@@ -180,6 +184,7 @@ async def load_checkpoint(
         loading=None if loading is None else [str(t) for t in loading],
         version_base=int(obj.get("version_base", 0)),
         written=[str(t) for t in obj.get("written") or []],
+        xa=dict(obj.get("xa") or {}),
     )
 
 
@@ -206,6 +211,7 @@ async def save_checkpoint(
             "loading": checkpoint.loading,
             "version_base": checkpoint.version_base,
             "written": checkpoint.written,
+            **({"xa": checkpoint.xa} if checkpoint.xa else {}),
         },
         separators=(",", ":"),
         ensure_ascii=False,

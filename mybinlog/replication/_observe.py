@@ -12,6 +12,7 @@ while it keeps up, however long the source has been idle; a burst after a quiet 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from ._replicator import Replicator
 
 __all__ = ["count_batch", "count_rows", "replica_snapshot"]
+
+progress_logger = logging.getLogger("mybinlog.progress")
 
 
 def count_batch(
@@ -81,3 +84,54 @@ def replica_snapshot(r: Replicator, now: float | None = None) -> dict[str, Any]:
     out["binlog_retention_left_seconds"] = check.get("retention_left_seconds")
     out["binlog_files"] = check.get("files")
     return out
+
+
+class _LoadProgress:
+    """Progress lines of the initial load (logger ``mybinlog.progress``, shown by the CLI without -v): rows copied
+    of the estimate, rate and ETA, at most every ``interval`` seconds, and one final line."""
+
+    def __init__(self, replica: str, tables: int, estimate: int, interval: float = 2.0) -> None:
+        self.replica = replica
+        self.tables = tables
+        self.estimate = estimate
+        self.interval = interval
+        self.started = self.last = time.monotonic()
+
+    def update(self, rows: int, table: str) -> None:
+        now = time.monotonic()
+        if now - self.last < self.interval:
+            return
+        self.last = now
+        rate = rows / (now - self.started) if now > self.started else 0.0
+        total = max(self.estimate, rows)
+        eta = f"ETA {_duration((total - rows) / rate)}" if rate > 0 else "ETA ?"
+        progress_logger.info(
+            "%s: initial load %s/~%s rows (%.0f%%) of %d tables, now %s, %s rows/s, %s",
+            self.replica,
+            f"{rows:,}",
+            f"{total:,}",
+            100.0 * rows / total if total else 100.0,
+            self.tables,
+            table,
+            f"{rate:,.0f}",
+            eta,
+        )
+
+    def finish(self, rows: int) -> None:
+        seconds = time.monotonic() - self.started
+        progress_logger.info(
+            "%s: initial load done: %s rows of %d tables in %s",
+            self.replica,
+            f"{rows:,}",
+            self.tables,
+            _duration(seconds),
+        )
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"

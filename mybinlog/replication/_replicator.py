@@ -38,8 +38,9 @@ from ..errors import (
     SourceError,
     TargetUnavailableError,
 )
-from ..protocol._events import Event, QueryEvent, RowsEvent
+from ..protocol._events import Event, GtidEvent, MariadbGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent
 from ..protocol._position import BinlogPosition
+from ..protocol._transaction import XaStatement, Xid, parse_xa_statement
 from ..sharing import Binlog, BinlogClient, get_binlog_client
 from ..source._dsn import DSN
 from . import _chschema
@@ -55,7 +56,7 @@ from ._checkpoint import (
     seq_epoch,
 )
 from ._lease import ReplicaLease, ReplicaLockedError, lease_name, target_identity
-from ._observe import count_batch, replica_snapshot
+from ._observe import _LoadProgress, count_batch, replica_snapshot
 from ._schema import SchemaChanges, _Table
 from ._source import SourceConnection, quote_mysql_ident, select_scope
 from ._version import (
@@ -66,6 +67,8 @@ from ._version import (
     version_position,
 )
 from ._watch import BinlogCheck, SourceWatch
+from ._xa import XaHold, read_prepared
+from ._xa import reached as _reached
 from .target import Target, TargetConnectionError, TargetError, quote_ident, quote_string
 
 __all__ = [
@@ -77,7 +80,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("mybinlog.replication")
-progress_logger = logging.getLogger("mybinlog.progress")
 
 
 @dataclass
@@ -113,6 +115,9 @@ class ReplicationSettings:
     standby: bool = False
     lease_seconds: float = 15.0
     source_check_seconds: float = 10.0  # binlog purge risk and bytes behind: read every this often (_watch.py)
+    # rows of prepared XA transactions kept in memory until their COMMIT; beyond, the oldest are read again from the
+    # binlog at their COMMIT (0: none kept; docs/replication.md "XA transactions")
+    max_bytes_of_prepared_xa: int = 16 << 20
 
     def __post_init__(self) -> None:
         if self.engine not in _chschema.ENGINES:
@@ -135,6 +140,7 @@ class ReplicationSettings:
             "target_retry_seconds",
             "source_retry_seconds",
             "source_check_seconds",
+            "max_bytes_of_prepared_xa",
         ):
             if getattr(self, name) < 0:
                 raise ConfigurationError(f"{name} must be >= 0")
@@ -244,7 +250,7 @@ class Replicator(SchemaChanges):
         self._replay_until: BinlogPosition | None = None
         # collapsing: the announced batch being written (its end, its tables, the tables whose insert returned), kept
         # across a ClickHouse failure within this process so that its replay can be exact (see _prepare_replay)
-        self._landed: tuple[BinlogPosition, frozenset[str], set[str]] | None = None
+        self._landed: tuple[BinlogPosition, frozenset[str], set[str], dict[str, Any]] | None = None
         self._replay_skip: frozenset[str] = frozenset()
         self._stop = asyncio.Event()
         self._ddl_dirty = False
@@ -260,6 +266,10 @@ class Replicator(SchemaChanges):
         self._watch: SourceWatch | None = None
         self.status = ReplicaStatus(self.replica, database, self.target_database, "", None)
         self.flavor = "mariadb"
+        self._xa = XaHold(self.settings.max_bytes_of_prepared_xa)  # prepared XA transactions (_xa.py)
+        self._xa_part: XaStatement | None = None  # the transaction being read is a part of an XA transaction
+        self._gtid = ""  # the GTID of the transaction being read
+        self._txn_start: BinlogPosition | None = None  # the boundary before the transaction being read
 
     def __repr__(self) -> str:
         return f"<Replicator {self.replica!r} {self.dsn.display}/{self.database} -> {self.target.description}>"
@@ -278,6 +288,11 @@ class Replicator(SchemaChanges):
     def binlog(self) -> Binlog | None:
         """The replica's consumer of the shared binlog (None before streaming starts and after the end)."""
         return self._binlog
+
+    def oldest_needed(self, cp: Checkpoint) -> BinlogPosition:
+        """The oldest binlog position a restart needs: the checkpoint's, or the start of a prepared XA transaction
+        it has passed (its rows are read again from there at its COMMIT; _xa.py)."""
+        return self._xa.oldest_needed(cp.position)
 
     def snapshot(self) -> dict[str, Any]:
         """The status as a JSON-able dict with the values of now (lag, checkpoint age, connection; _observe.py)."""
@@ -401,6 +416,7 @@ class Replicator(SchemaChanges):
             if name not in cp.stopped:
                 self._tables[name] = _Table(self, _ddl.parse_create_table(text, self.database))
         self.status.stopped_tables = dict(cp.stopped)
+        self._xa.load(cp.xa)
         self._version_base = cp.version_base
         self._version_server = cp.position.server_id
         self._last_version = self._version_of(cp.position) if cp.position.file else 0
@@ -421,6 +437,7 @@ class Replicator(SchemaChanges):
         await self._close_binlog()
         self._batch.clear()
         self._txn.clear()
+        self._xa_part = None
         self._batch_rows = self._batch_bytes = 0
         self._batch_started = None
         self._batch_end = None
@@ -610,11 +627,13 @@ class Replicator(SchemaChanges):
                 return cp
             watermark = await src.current_position()  # before the schemas: DDL after it is replayed
             texts = {t: await src.show_create_table(self.database, t) for t in names}
-            exact = await src.start_consistent_snapshot()
+            # a collapsing load needs the exact position of its snapshot (MySQL: taken under a global read lock)
+            exact = await src.start_consistent_snapshot(locked=s.engine == "collapsing")
             if exact is None and s.engine == "collapsing":
                 raise ConfigurationError(
-                    "the initial load of a collapsing replica needs MariaDB's consistent snapshot position; on "
-                    "MySQL use engine='replacing' or start from an empty database (initial_load='none')"
+                    "the initial load of a collapsing replica needs the exact binlog position of its snapshot, "
+                    "which this server did not give; use engine='replacing' or start from an empty database "
+                    "(initial_load='none')"
                 )
             start = replace(exact if exact is not None else watermark, server_id=server_id)
             version = snapshot_version(start)
@@ -762,7 +781,7 @@ class Replicator(SchemaChanges):
             done |= landed[2]
             if landed[2] >= landed[1]:  # every insert returned: only the checkpoint is missing
                 logger.info("%s: the batch ending at %s was written before ClickHouse failed", self.replica, cp.pending)
-                cp.position, cp.pending, cp.written = cp.pending, None, []
+                cp.position, cp.pending, cp.written, cp.xa = cp.pending, None, [], landed[3]
                 await self._save(cp)
                 return
         if cp.pending.server_id == cp.position.server_id:
@@ -891,7 +910,7 @@ class Replicator(SchemaChanges):
             max_milliseconds_to_wait_in_binlog_queue=s.max_milliseconds_to_wait_in_binlog_queue,
         )
         self._binlog = binlog
-        committed = binlog.position
+        committed = self._txn_start = binlog.position
         if goal is not None and _reached(committed, goal):
             return
         flush_s = s.max_flush_data_time / 1000
@@ -908,8 +927,9 @@ class Replicator(SchemaChanges):
                 logger.warning("%s: %s; reopening", self.replica, exc)
                 self.status.detaches += 1
                 self._txn.clear()
+                self._xa_part = None
                 binlog = self._binlog = await binlog.reopen()
-                committed = binlog.position
+                committed = self._txn_start = binlog.position
                 continue
             except EndOfStream:  # a non-blocking source ended
                 break
@@ -966,7 +986,17 @@ class Replicator(SchemaChanges):
                 return
             self._rows(table, event)
         elif isinstance(event, QueryEvent):
+            if event.query.lstrip()[:3].upper() == "XA ":
+                self._xa_part = parse_xa_statement(event.query)  # START/END inside, COMMIT/ROLLBACK alone
+                return
             await self._query(event)
+            if self._ddl_dirty:
+                self._xa.forget_rows()  # encoded for the tables before the DDL: read again at their COMMIT
+        elif isinstance(event, XaPrepareEvent):
+            xid = Xid(event.gtrid, event.bqual, event.format_id)
+            self._xa_part = XaStatement("commit", xid, True) if event.one_phase else XaStatement("prepare", xid)
+        elif isinstance(event, (GtidEvent, MariadbGtidEvent)):
+            self._gtid = str(event.gtid)
 
     async def _unknown_table(self, name: str) -> None:
         """Rows of a table in scope that the replica does not have: it was not readable at the initial load (a
@@ -991,6 +1021,9 @@ class Replicator(SchemaChanges):
     async def _commit_transaction(self, end: BinlogPosition) -> None:
         """The transaction whose changes are in ``self._txn`` ended at ``end``: move them into the batch."""
         self.status.transactions += 1
+        start, self._txn_start = self._txn_start, end
+        if self._xa_part is not None:
+            await self._xa_transaction(start, end)
         version = await self._check_version(end) if end.file or self._txn else 0
         if self._txn:
             rows, size = add_transaction(self._batch, self._txn, version)
@@ -1006,6 +1039,29 @@ class Replicator(SchemaChanges):
         replay = self._replay_until
         if replay is not None and _reached(end, replay):
             await self._flush()
+
+    async def _xa_transaction(self, start: BinlogPosition | None, end: BinlogPosition) -> None:
+        """The transaction that ended at ``end`` was a part of an XA transaction: hold a prepared part's rows, bring
+        them back at its COMMIT (to be applied now, with this transaction's version), drop them at its ROLLBACK."""
+        xa, self._xa_part = self._xa_part, None
+        assert xa is not None
+        xid = str(xa.xid)
+        if xa.kind == "prepare":
+            self._xa.prepare(xid, self._gtid, start or end, end, list(self._txn))
+            self._txn.clear()
+        elif xa.kind in ("commit", "rollback") and not xa.one_phase:
+            held = self._xa.resolve(xid)
+            if held is None:
+                logger.warning(
+                    "%s: XA %s of %s at %s, whose XA PREPARE came before the replica's start: if it changed replicated "
+                    "tables, those changes are %s; check with mybinlog verify", self.replica, xa.kind.upper(), xid,
+                    end, "missing" if xa.kind == "commit" else "not in the replica either (correct)")  # fmt: skip
+            elif xa.kind == "commit" and not held.empty:
+                entries = held.entries
+                if entries is None:
+                    entries = await read_prepared(self.dsn, held, self.database, self._tables.get,
+                                                  retry_seconds=self.settings.source_retry_seconds)  # fmt: skip
+                self._txn.extend(entries)
 
     async def _flush(self, *, wait: bool = True) -> None:
         """Write the batch: one insert per table, then the checkpoint at its end (collapsing: announced first).
@@ -1031,7 +1087,7 @@ class Replicator(SchemaChanges):
         self._batch = {}
         self._batch_rows = self._batch_bytes = 0
         self._batch_started = None
-        write = self._write_batch(cp, end, payloads, batch, tables, self._version_base)
+        write = self._write_batch(cp, end, payloads, batch, tables, self._version_base, self._xa.state())
         if wait:
             await write
         else:
@@ -1045,6 +1101,7 @@ class Replicator(SchemaChanges):
         batch: dict[str, dict[Any, Change]],
         tables: dict[str, _Table],
         version_base: int,
+        xa: dict[str, Any],
     ) -> None:
         collapsing = self.settings.engine == "collapsing"
         start = cp.position
@@ -1060,7 +1117,7 @@ class Replicator(SchemaChanges):
         payloads = [p for p in payloads if p[0] not in skip]
         done: set[str] = set(skip)
         if collapsing and cp.pending == end:
-            self._landed = (end, frozenset(p[0] for p in payloads) | skip, done)
+            self._landed = (end, frozenset(p[0] for p in payloads) | skip, done, xa)
         written = 0
         for name, ch_table, columns, data, lines in payloads:
             token = None
@@ -1081,7 +1138,7 @@ class Replicator(SchemaChanges):
         if _failpoints.ACTIVE:
             _failpoints.reached("flush.after_inserts")
         await self._confirm_lease()
-        cp.position, cp.pending, cp.written = end, None, []
+        cp.position, cp.pending, cp.written, cp.xa = end, None, [], xa
         cp.version_base = version_base
         await self._save_now(cp)
         self._landed = None
@@ -1119,57 +1176,6 @@ class Replicator(SchemaChanges):
             logger.debug("%s: the writes of the last batch failed: %s", self.replica, write.exception())
 
 
-class _LoadProgress:
-    """Progress lines of the initial load (logger ``mybinlog.progress``, shown by the CLI without -v): rows copied
-    of the estimate, rate and ETA, at most every ``interval`` seconds, and one final line."""
-
-    def __init__(self, replica: str, tables: int, estimate: int, interval: float = 2.0) -> None:
-        self.replica = replica
-        self.tables = tables
-        self.estimate = estimate
-        self.interval = interval
-        self.started = self.last = time.monotonic()
-
-    def update(self, rows: int, table: str) -> None:
-        now = time.monotonic()
-        if now - self.last < self.interval:
-            return
-        self.last = now
-        rate = rows / (now - self.started) if now > self.started else 0.0
-        total = max(self.estimate, rows)
-        eta = f"ETA {_duration((total - rows) / rate)}" if rate > 0 else "ETA ?"
-        progress_logger.info(
-            "%s: initial load %s/~%s rows (%.0f%%) of %d tables, now %s, %s rows/s, %s",
-            self.replica,
-            f"{rows:,}",
-            f"{total:,}",
-            100.0 * rows / total if total else 100.0,
-            self.tables,
-            table,
-            f"{rate:,.0f}",
-            eta,
-        )
-
-    def finish(self, rows: int) -> None:
-        seconds = time.monotonic() - self.started
-        progress_logger.info(
-            "%s: initial load done: %s rows of %d tables in %s",
-            self.replica,
-            f"{rows:,}",
-            self.tables,
-            _duration(seconds),
-        )
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-
-
 # ------------------------------------------------------------------------------------------------------------
 # helpers
 
@@ -1178,21 +1184,6 @@ def _meta_suffix(engine: str, sign: int, version: int) -> str:
     if engine == "replacing_is_deleted":
         return f"\t{sign}\t{version}\t{1 if sign < 0 else 0}\n"
     return f"\t{sign}\t{version}\n"
-
-
-def _reached(pos: BinlogPosition, goal: BinlogPosition) -> bool:
-    if pos.gtid_set is not None and goal.gtid_set is not None and pos.gtid_set.flavor == goal.gtid_set.flavor:
-        return _gtid_contains(pos.gtid_set, goal.gtid_set)
-    return (_file_key(pos.file), pos.offset) >= (_file_key(goal.file), goal.offset)
-
-
-def _gtid_contains(outer: Any, inner: Any) -> bool:
-    return bool(outer.contains(inner))
-
-
-def _file_key(name: str) -> tuple[int, str]:
-    digits = name.rsplit(".", 1)[-1]
-    return (int(digits), name) if digits.isdigit() else (0, name)
 
 
 def _schema_text(create: str) -> str:

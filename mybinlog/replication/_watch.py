@@ -222,7 +222,7 @@ class SourceWatch:
             await self._close()
             return None
         self._failing = False
-        result = assess_binlogs(binlogs, cp.position, time.time())
+        result = assess_binlogs(binlogs, r.oldest_needed(cp), time.time())
         previous, self.last = self.last, result
         r.status.binlog_check = result
         if result.risk in ("warning", "purged"):
