@@ -69,6 +69,7 @@ import datetime as dt
 import decimal
 import ipaddress
 import json
+import math
 import random
 import re
 import struct
@@ -168,15 +169,24 @@ ALL_TYPES_COLUMNS: tuple[tuple[str, str], ...] = (
 
 _ALL_TYPES_KEY = (("id", "INT NOT NULL"), ("rev", "INT UNSIGNED NOT NULL"))
 
+#: Oracle MySQL's ``all_types``: MariaDB's data types UUID and INET6 replaced by VECTOR (MySQL 9). The workload
+#: writes them in a column order shuffled by its seed (the table map's signedness and charset lists are counted
+#: over the columns in order: a YEAR or VECTOR column before the others is where miscounts show).
+MYSQL_ALL_TYPES_COLUMNS: tuple[tuple[str, str], ...] = (
+    *(c for c in ALL_TYPES_COLUMNS if c[1] not in ("UUID", "INET6")),
+    ("c_vector", "VECTOR(3)"),
+    ("c_vector_big", "VECTOR(300)"),
+)
+
 
 def _column_ddl(name: str, sql_type: str) -> str:
     null = "" if "NOT NULL" in sql_type.upper() else " NULL DEFAULT NULL"
     return f"`{name}` {sql_type}{null}"
 
 
-def all_types_ddl(table: str = "all_types") -> str:
-    """CREATE TABLE for the all-types table under another name."""
-    cols = [_column_ddl(n, t) for n, t in (*_ALL_TYPES_KEY, *ALL_TYPES_COLUMNS)]
+def all_types_ddl(table: str = "all_types", columns: Sequence[tuple[str, str]] = ALL_TYPES_COLUMNS) -> str:
+    """CREATE TABLE for the all-types table under another name (or with other typed columns)."""
+    cols = [_column_ddl(n, t) for n, t in (*_ALL_TYPES_KEY, *columns)]
     return (
         f"CREATE TABLE `{table}` (\n  " + ",\n  ".join(cols) + ",\n  PRIMARY KEY (`id`)\n"
         ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci"
@@ -223,12 +233,33 @@ TABLES: dict[str, tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]]] = {
 }
 
 
-def create_schema(conn: Any, db: str, tables: Iterable[str] = TABLES) -> None:
-    """Create the workload tables in ``db`` (which must exist) on a pymysql connection."""
+def server_flavor(conn: Any) -> str:
+    """"mariadb" or "mysql": the flavour of the server behind a pymysql connection."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT VERSION()")
+        version = str(cur.fetchone()[0])
+    return "mariadb" if "mariadb" in version.lower() else "mysql"
+
+
+def tables_for(flavor: str, seed: int = 0) -> dict[str, tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]]]:
+    """:data:`TABLES` for a server flavour: on MySQL, ``all_types`` has MySQL's types in a seeded random order."""
+    if flavor == "mariadb":
+        return TABLES
+    columns = list(MYSQL_ALL_TYPES_COLUMNS)
+    random.Random(f"columns-{seed}").shuffle(columns)
+    tables = dict(TABLES)
+    tables["all_types"] = (all_types_ddl("all_types", columns), (*_ALL_TYPES_KEY, *columns), ("id",))
+    return tables
+
+
+def create_schema(conn: Any, db: str, tables: Iterable[str] = TABLES, *, seed: int = 0) -> None:
+    """Create the workload tables in ``db`` (which must exist) on a pymysql connection (the server's flavour
+    chooses the all-types columns: :func:`tables_for`)."""
+    defs = tables_for(server_flavor(conn), seed)
     with conn.cursor() as cur:
         for table in tables:
             cur.execute(f"USE `{db}`")
-            cur.execute(TABLES[table][0])
+            cur.execute(defs[table][0])
 
 
 # --- type parsing ---
@@ -414,6 +445,16 @@ def normalize(value: Any, column_type: str | TypeInfo) -> Any:
             text = value.decode("utf-8") if isinstance(value, bytes) else value
             return frozenset(text.split(",")) if text else frozenset()
         return frozenset(value)
+    if base == "vector":
+        # the float32 values, -0.0 kept apart from 0.0 (as (value, sign) pairs)
+        if isinstance(value, bytes | bytearray | memoryview):
+            data = bytes(value)
+            floats = struct.unpack(f"<{len(data) // 4}f", data)
+        elif isinstance(value, str):
+            floats = tuple(float(x) for x in json.loads(value))
+        else:
+            floats = tuple(struct.unpack("<f", struct.pack("<f", float(x)))[0] for x in value)
+        return tuple((f, math.copysign(1.0, f)) for f in floats)
     if base == "json":
         if isinstance(value, bytes | bytearray | str):
             return json.loads(value)
@@ -475,6 +516,8 @@ def to_sql_param(value: Any, column_type: str | TypeInfo) -> Any:
         return format(value, "f")
     if isinstance(value, uuid.UUID | ipaddress.IPv6Address | ipaddress.IPv4Address):
         return str(value)
+    if info.base == "vector":
+        return struct.pack(f"<{len(value)}f", *value)
     return value
 
 
@@ -681,6 +724,11 @@ def random_value(rng: random.Random, column_type: str | TypeInfo, *, large: bool
         return doc if isinstance(doc, dict | list) else [doc]
     if base in ("geometry", "point"):
         return _random_geometry(rng, point_only=base == "point")
+    if base == "vector":
+        return [
+            rng.choice((0.0, -0.0, 1.5, -2.25, 3.4e38, -1e-38, float(rng.randint(-99, 99)) / 8))
+            for _ in range(info.args[0] if info.args else 2048)
+        ]
     if base == "uuid":
         # MariaDB rejects some non-RFC variant/version combinations: write RFC 4122 UUIDs v1, v4, v7
         bits = rng.getrandbits(128) & ~(0xF000 << 64) & ~(0xC000 << 48)
@@ -711,7 +759,7 @@ def random_row(
     return row
 
 
-def _extreme_value(info: TypeInfo, which: Literal["min", "max"]) -> Any:
+def _extreme_value(info: TypeInfo, which: Literal["min", "max"], flavor: str = "mariadb") -> Any:
     base, hi = info.base, which == "max"
     if base in _INT_BYTES:
         return _int_range(info)[1 if hi else 0]
@@ -728,7 +776,8 @@ def _extreme_value(info: TypeInfo, which: Literal["min", "max"]) -> Any:
     if base == "date":
         return dt.date(9999, 12, 31) if hi else dt.date(1000, 1, 1)
     if base == "time":
-        micros = _TIME_MAX_US + _truncate_us(999_999, info.fsp)
+        # MariaDB's TIME reaches 838:59:59.999999, MySQL's stops at 838:59:59.000000
+        micros = _TIME_MAX_US + (_truncate_us(999_999, info.fsp) if flavor == "mariadb" else 0)
         return dt.timedelta(microseconds=micros if hi else -micros)
     if base == "datetime":
         return _DATETIME_MAX.replace(microsecond=_truncate_us(999_999, info.fsp)) if hi else _DATETIME_MIN
@@ -764,6 +813,8 @@ def _extreme_value(info: TypeInfo, which: Literal["min", "max"]) -> Any:
             if hi
             else struct.pack("<I", 0) + _wkb_point(0, 0)
         )
+    if base == "vector":
+        return [3.4028234663852886e38] * info.args[0] if hi else [-0.0] * info.args[0]
     if base == "uuid":
         return uuid.UUID(int=2**128 - 1) if hi else uuid.UUID(int=0)
     if base == "inet6":
@@ -771,14 +822,16 @@ def _extreme_value(info: TypeInfo, which: Literal["min", "max"]) -> Any:
     raise ValueError(f"no extreme value for {info}")
 
 
-def extreme_rows(columns: Sequence[tuple[str, str]] = ALL_TYPES_COLUMNS) -> list[dict[str, Any]]:
+def extreme_rows(
+    columns: Sequence[tuple[str, str]] = ALL_TYPES_COLUMNS, flavor: str = "mariadb"
+) -> list[dict[str, Any]]:
     """Four rows: every column at its minimum, at its maximum, all NULL (NOT NULL columns at their minimum),
     and zero dates / zero timestamps with everything else NULL."""
     rows: list[dict[str, Any]] = []
     infos = [(name, parse_type(t)) for name, t in columns]
-    rows.append({name: _extreme_value(info, "min") for name, info in infos})
-    rows.append({name: _extreme_value(info, "max") for name, info in infos})
-    rows.append({name: None if info.nullable else _extreme_value(info, "min") for name, info in infos})
+    rows.append({name: _extreme_value(info, "min", flavor) for name, info in infos})
+    rows.append({name: _extreme_value(info, "max", flavor) for name, info in infos})
+    rows.append({name: None if info.nullable else _extreme_value(info, "min", flavor) for name, info in infos})
     zero: dict[str, Any] = {}
     for name, info in infos:
         if info.base == "date":
@@ -790,7 +843,7 @@ def extreme_rows(columns: Sequence[tuple[str, str]] = ALL_TYPES_COLUMNS) -> list
         elif info.base == "time":
             zero[name] = dt.timedelta(0)
         else:
-            zero[name] = None if info.nullable else _extreme_value(info, "min")
+            zero[name] = None if info.nullable else _extreme_value(info, "min", flavor)
     rows.append(zero)
     return rows
 
@@ -879,7 +932,17 @@ def fetch_rows(conn: Any, db: str, table: str) -> list[dict[str, Any]]:
     """``SELECT *`` as a list of dicts (column order kept), with session time_zone '+00:00'."""
     with conn.cursor() as cur:
         cur.execute("SET time_zone = '+00:00'")
-        cur.execute(f"SELECT * FROM `{db}`.`{table}`")
+        cur.execute(
+            "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND "
+            "TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
+            (db, table),
+        )
+        # pymysql decodes a VECTOR column as text (and fails): read its bytes
+        select = ", ".join(
+            f"CAST(`{name}` AS BINARY) AS `{name}`" if str(kind).lower() == "vector" else f"`{name}`"
+            for name, kind in cur.fetchall()
+        )
+        cur.execute(f"SELECT {select} FROM `{db}`.`{table}`")
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
@@ -910,6 +973,8 @@ class Workload:
         large_values: bool = True,
     ) -> None:
         self.rng = random.Random(seed)
+        self.seed = seed
+        self.flavor = "mariadb"  # set from the server by create_schema
         self.table_names = tuple(tables)
         self.null_probability = null_probability
         self.large_values = large_values
@@ -924,10 +989,12 @@ class Workload:
     def create_schema(self, conn: Any, db: str) -> WorkloadResult:
         """Create the tables in ``db`` and start the model."""
         _prepare(conn)
-        create_schema(conn, db, self.table_names)
+        self.flavor = server_flavor(conn)
+        create_schema(conn, db, self.table_names, seed=self.seed)
         self.result = WorkloadResult(db=db)
+        defs = tables_for(self.flavor, self.seed)
         for name in self.table_names:
-            _ddl, columns, key = TABLES[name]
+            _ddl, columns, key = defs[name]
             table = _Table(name, list(columns), key)
             self._tables[name] = table
             self.result.column_types[name] = dict(columns)
@@ -971,7 +1038,8 @@ class Workload:
             if insert_extremes and txn == 0 and "all_types" in self._tables:
                 table = self._tables["all_types"]
                 rows = []
-                for extreme in extreme_rows([c for c in table.columns if c[0] not in ("id", "rev")]):
+                typed = [c for c in table.columns if c[0] not in ("id", "rev")]
+                for extreme in extreme_rows(typed, self.flavor):
                     rows.append(self._with_key(table, extreme))
                 pending.append(self._insert_sql(table, rows, txn))
             for _ in range(statements_per_txn):
@@ -1165,3 +1233,5 @@ def _prepare(conn: Any) -> None:
     with conn.cursor() as cur:
         cur.execute("SET NAMES utf8mb4")
         cur.execute("SET time_zone = '+00:00'")
+        # MySQL's default sql_mode refuses zero dates (NO_ZERO_DATE, NO_ZERO_IN_DATE); MariaDB's accepts them
+        cur.execute("SET SESSION sql_mode = 'STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'")

@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import skip_or_fail
-from tests.servers import MariaDBServer, find_mariadb
+from mybinlog.testing._mysql import not_available_reason
+from tests.servers import MariaDBServer, MySQLServer, find_mariadb, find_mysql
 from tests.workload import Workload, WorkloadResult, normalize, parse_type
 
 pytestmark = pytest.mark.integration
@@ -43,7 +44,19 @@ COMMON_FIELDS = {
     "size": int,
     "flags": int,
 }
-ROWS_TYPES = frozenset({"WRITE_ROWS_EVENT_V1", "UPDATE_ROWS_EVENT_V1", "DELETE_ROWS_EVENT_V1"})
+ROWS_TYPES = frozenset(
+    {"WRITE_ROWS_EVENT_V1", "UPDATE_ROWS_EVENT_V1", "DELETE_ROWS_EVENT_V1"}  # MariaDB writes v1
+    | {"WRITE_ROWS_EVENT", "UPDATE_ROWS_EVENT", "DELETE_ROWS_EVENT"}  # MySQL v2
+)
+#: event types every dump of the module's workload holds, by flavour
+FLAVOR_TYPES = {
+    "mariadb": {"MARIADB_GTID_LIST_EVENT", "MARIADB_GTID_EVENT"},
+    "mysql": {"PREVIOUS_GTIDS_LOG_EVENT", "GTID_LOG_EVENT"},
+}
+FLAVOR_ROWS_TYPES = {
+    "mariadb": {"WRITE_ROWS_EVENT_V1", "UPDATE_ROWS_EVENT_V1", "DELETE_ROWS_EVENT_V1"},
+    "mysql": {"WRITE_ROWS_EVENT", "UPDATE_ROWS_EVENT", "DELETE_ROWS_EVENT"},
+}
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -77,11 +90,18 @@ class Dumped:
     server_events: list[dict[str, Any]]  # `dump --dsn --from-beginning --stop-at-end` output
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDBServer]:
-    if find_mariadb() is None:
-        skip_or_fail("MariaDB server binaries not found: run `bash scripts/setup.sh` to install mariadb-server")
-    srv = MariaDBServer(tmp_path_factory.mktemp("dump-cli"), name="dump-cli")
+@pytest.fixture(scope="module", params=["mariadb", "mysql"])
+def server(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[MariaDBServer]:
+    """A private server of each flavour for the module (MariaDB 10.11, Oracle MySQL 9.x)."""
+    srv: MariaDBServer
+    if request.param == "mysql":
+        if find_mysql() is None:
+            skip_or_fail(f"Oracle MySQL not found: {not_available_reason()}")
+        srv = MySQLServer(tmp_path_factory.mktemp("dump-cli-mysql"), name="dump-cli")
+    else:
+        if find_mariadb() is None:
+            skip_or_fail("MariaDB server binaries not found: run `bash scripts/setup.sh` to install mariadb-server")
+        srv = MariaDBServer(tmp_path_factory.mktemp("dump-cli"), name="dump-cli")
     try:
         srv.start()
         yield srv
@@ -117,16 +137,18 @@ def dumped(server: MariaDBServer) -> Dumped:
 
 def test_jsonl_fields_and_exact_offsets(dumped: Dumped) -> None:
     events = dumped.file_events
-    assert {e["type"] for e in events} >= {
+    flavor = dumped.server.flavor
+    types = {e["type"] for e in events}
+    assert types >= {
         "FORMAT_DESCRIPTION_EVENT",
-        "MARIADB_GTID_LIST_EVENT",
-        "MARIADB_GTID_EVENT",
+        *FLAVOR_TYPES[flavor],
         "QUERY_EVENT",
         "TABLE_MAP_EVENT",
         "XID_EVENT",
         "ROTATE_EVENT",
-        *ROWS_TYPES,
+        *FLAVOR_ROWS_TYPES[flavor],
     }
+    assert not types & (ROWS_TYPES - FLAVOR_ROWS_TYPES[flavor])
     by_file: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
     for e in events:
         for name, kind in COMMON_FIELDS.items():
@@ -148,6 +170,9 @@ def test_jsonl_fields_and_exact_offsets(dumped: Dumped) -> None:
         elif e["type"] == "MARIADB_GTID_EVENT":
             assert re.fullmatch(r"\d+-\d+-\d+", e["gtid"]), e
             assert isinstance(e["standalone"], bool)
+        elif e["type"] == "GTID_LOG_EVENT":
+            assert re.fullmatch(r"[0-9a-f-]{36}:\d+", e["gtid"]), e
+            assert isinstance(e["transaction_length"], int)
         elif e["type"] == "XID_EVENT":
             assert isinstance(e["xid"], int)
         elif e["type"] == "QUERY_EVENT":
@@ -173,7 +198,7 @@ def _dt_text(value: str, *, aware: bool) -> Any:
     return dt.datetime.fromisoformat(value)
 
 
-def json_problem(rendered: Any, written: Any, sql_type: str) -> str | None:
+def json_problem(rendered: Any, written: Any, sql_type: str, flavor: str = "mariadb") -> str | None:
     """How the JSON rendering of a column value breaks docs/dump-format.md (None when it follows it)."""
     want = normalize(written, sql_type)
     if written is None:
@@ -207,9 +232,15 @@ def json_problem(rendered: Any, written: Any, sql_type: str) -> str | None:
     elif base in ("binary", "varbinary", "geometry", "point", "uuid", "inet6") or base.endswith("blob"):
         ok = isinstance(rendered, str) and re.fullmatch(r"(?:[0-9a-f]{2})*", rendered) is not None
         got = normalize(bytes.fromhex(rendered), sql_type) if ok else None
-    elif base == "json":
+    elif base == "json" and flavor == "mariadb":
         ok = isinstance(rendered, str)  # MariaDB JSON is LONGTEXT: the document's text, as a JSON string
         got = json.loads(rendered) if ok else None
+    elif base == "json":  # MySQL's binary JSON: the document itself
+        ok = True
+        got = rendered
+    elif base == "vector":
+        ok = isinstance(rendered, list) and all(isinstance(x, int | float) for x in rendered)
+        got = normalize(rendered, sql_type)
     else:
         return f"no rule for {sql_type}"
     if not ok:
@@ -232,7 +263,8 @@ def test_jsonl_values_follow_dump_format(dumped: Dumped) -> None:
     problems: list[str] = []
     for (table, etype, columns, row), change in zip(rendered, changes, strict=True):
         assert table == change.table
-        assert etype == {"insert": "WRITE", "update": "UPDATE", "delete": "DELETE"}[change.kind] + "_ROWS_EVENT_V1"
+        suffix = "_ROWS_EVENT_V1" if dumped.server.flavor == "mariadb" else "_ROWS_EVENT"
+        assert etype == {"insert": "WRITE", "update": "UPDATE", "delete": "DELETE"}[change.kind] + suffix
         types = dumped.result.column_types[table]
         images = (
             [(row["before"], change.before), (row["after"], change.after)]
@@ -243,7 +275,7 @@ def test_jsonl_values_follow_dump_format(dumped: Dumped) -> None:
             assert written is not None
             assert columns == list(written)
             for name, value in zip(columns, values, strict=True):
-                problem = json_problem(value, written[name], types[name])
+                problem = json_problem(value, written[name], types[name], dumped.server.flavor)
                 if problem:
                     problems.append(f"txn {change.txn} {change.kind} {table}.{name} ({types[name]}): {problem}")
     assert not problems, "\n".join(problems[:25])
@@ -410,6 +442,8 @@ def test_truncated_file_prints_the_events_before_the_error(tmp_path: Path, dumpe
 _MARIADB_BINLOG_TYPES = (
     ("Start:", {"FORMAT_DESCRIPTION_EVENT"}),
     ("Gtid list", {"MARIADB_GTID_LIST_EVENT"}),
+    ("Previous-GTIDs", {"PREVIOUS_GTIDS_LOG_EVENT"}),  # MySQL's mysqlbinlog
+    ("GTID\tlast_committed", {"GTID_LOG_EVENT"}),
     ("Binlog checkpoint", {"BINLOG_CHECKPOINT_EVENT"}),
     ("GTID ", {"MARIADB_GTID_EVENT"}),
     ("Query", {"QUERY_EVENT"}),
@@ -448,6 +482,9 @@ def parse_mariadb_binlog(output: str) -> list[MariadbBinlogEvent]:
             events.append(MariadbBinlogEvent(offsets[len(events)], int(m.group(2)), m.group(3), collections.Counter()))
         elif m := _ROW.match(line):
             events[-1].rows[m.group(1).split()[0].lower()] += 1
+        elif line.startswith("###   @") and "Don't know how to handle column type" in line:
+            # MySQL 9's mysqlbinlog cannot print GEOMETRY (255) and stops printing that rows event
+            events[-1].rows["unprintable"] += 1
     assert len(offsets) == len(events), "every '# at' line has its event header"
     return events
 
@@ -460,16 +497,20 @@ def _mariadb_binlog() -> str:
 
 
 def test_offsets_types_and_row_counts_match_mariadb_binlog(dumped: Dumped) -> None:
-    tool = _mariadb_binlog()
+    """The server's own tool: ``mariadb-binlog`` for MariaDB, MySQL 9's ``mysqlbinlog`` for MySQL."""
     for path in dumped.paths:
-        proc = subprocess.run(
-            [tool, "--no-defaults", "--base64-output=decode-rows", "-vv", str(path)],
-            capture_output=True,
-            timeout=TIMEOUT,
-            check=False,
-        )
-        assert proc.returncode == 0, proc.stderr
-        theirs = parse_mariadb_binlog(proc.stdout.decode("utf-8", errors="replace"))
+        if isinstance(dumped.server, MySQLServer):
+            text = dumped.server.mysqlbinlog("--no-defaults", "--base64-output=decode-rows", "-vv", str(path))
+        else:
+            proc = subprocess.run(
+                [_mariadb_binlog(), "--no-defaults", "--base64-output=decode-rows", "-vv", str(path)],
+                capture_output=True,
+                timeout=TIMEOUT,
+                check=False,
+            )
+            assert proc.returncode == 0, proc.stderr
+            text = proc.stdout.decode("utf-8", errors="replace")
+        theirs = parse_mariadb_binlog(text)
         ours = [e for e in dumped.file_events if e["file"] == str(path)]
         assert [(e.offset, e.log_pos) for e in theirs] == [(e["offset"], e["log_pos"]) for e in ours]
         for their, our in zip(theirs, ours, strict=True):
@@ -485,8 +526,21 @@ def test_offsets_types_and_row_counts_match_mariadb_binlog(dumped: Dumped) -> No
                 run[e["type"].split("_")[0].lower().replace("write", "insert")] += len(e["rows"])
                 if nxt is None or nxt["type"] not in ROWS_TYPES:
                     our_rows[e["offset"]], run = run, collections.Counter()
-        their_rows = {e.offset: e.rows for e in theirs if e.rows}
-        assert their_rows == our_rows
+        # mysqlbinlog (MySQL) prints each rows event's rows after its own header: sum a run the same way
+        their_rows: dict[int, collections.Counter[str]] = {}
+        their_run: collections.Counter[str] = collections.Counter()
+        for their, our in zip(theirs, ours, strict=True):
+            their_run += their.rows
+            if our["type"] in ROWS_TYPES and our["offset"] in our_rows:
+                their_rows[our["offset"]], their_run = their_run, collections.Counter()
+            elif our["type"] not in ROWS_TYPES and their_run:
+                their_rows[our["offset"]], their_run = their_run, collections.Counter()
+        unprintable = {offset for offset, rows in their_rows.items() if rows["unprintable"]}
+        assert {o: r for o, r in their_rows.items() if o not in unprintable} == {
+            o: r for o, r in our_rows.items() if o not in unprintable
+        }
+        assert set(their_rows) == set(our_rows)
+        assert len(unprintable) <= len(our_rows) // 2  # most statements are compared
         assert sum(sum(c.values()) for c in our_rows.values()) > 10
 
 

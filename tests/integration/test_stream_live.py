@@ -11,6 +11,7 @@ import pytest
 from mybinlog import (
     AuthenticationError,
     BinlogStream,
+    GtidEvent,
     MariadbGtidEvent,
     PreconditionError,
     RowsEvent,
@@ -66,9 +67,9 @@ async def _collect_until(stream: BinlogStream, target: str, seen: list[tuple[int
     await asyncio.wait_for(run(), DEADLINE)
 
 
-async def test_cut_connection_resumes_without_loss_or_repeat(fresh_mariadb: MariaDBServer) -> None:
+async def test_cut_connection_resumes_without_loss_or_repeat(fresh_server: MariaDBServer) -> None:
     """A proxy cuts the TCP connection in the middle of each phase; every row arrives exactly once."""
-    server = fresh_mariadb
+    server = fresh_server
     _prepare(server, "k")
     start = server.gtid_binlog_pos()
     seen: list[tuple[int, int]] = []
@@ -94,9 +95,9 @@ async def test_cut_connection_resumes_without_loss_or_repeat(fresh_mariadb: Mari
     assert seen == [(t, r) for t in range(60) for r in range(3)]  # every row exactly once, in order
 
 
-async def test_killed_dump_thread_resumes_without_loss_or_repeat(fresh_mariadb: MariaDBServer) -> None:
+async def test_killed_dump_thread_resumes_without_loss_or_repeat(fresh_server: MariaDBServer) -> None:
     """KILL of the server's dump thread (the server acts on it lazily, when the thread next wakes up)."""
-    server = fresh_mariadb
+    server = fresh_server
     _prepare(server, "q")
     start = server.gtid_binlog_pos()
     seen: list[tuple[int, int]] = []
@@ -111,8 +112,8 @@ async def test_killed_dump_thread_resumes_without_loss_or_repeat(fresh_mariadb: 
     assert seen == [(t, r) for t in range(40) for r in range(3)]
 
 
-async def test_server_restart_mid_stream(fresh_mariadb: MariaDBServer) -> None:
-    server = fresh_mariadb
+async def test_server_restart_mid_stream(fresh_server: MariaDBServer) -> None:
+    server = fresh_server
     _prepare(server, "r")
     start = server.gtid_binlog_pos()
     await asyncio.to_thread(_write, server, "r", 0, 10)
@@ -128,9 +129,8 @@ async def test_server_restart_mid_stream(fresh_mariadb: MariaDBServer) -> None:
     assert seen == [(t, r) for t in range(20) for r in range(3)]
 
 
-async def test_position_resume_after_process_restart(mariadb: MariaDBServer, db: str) -> None:
+async def test_position_resume_after_process_restart(server: MariaDBServer, db: str) -> None:
     """Persisting stream.position at a transaction and starting a new stream there loses and repeats nothing."""
-    server = mariadb
     server.execute(f"CREATE TABLE `{db}`.t (id INT AUTO_INCREMENT PRIMARY KEY, txn INT, r INT, payload TEXT)")
     start = server.gtid_binlog_pos()
     await asyncio.to_thread(_write, server, db, 0, 12)
@@ -160,34 +160,37 @@ async def test_position_resume_after_process_restart(mariadb: MariaDBServer, db:
     assert rest_file == rest
 
 
-async def test_gtid_events_and_positions_match_server(mariadb: MariaDBServer, db: str) -> None:
-    server = mariadb
+async def test_gtid_events_and_positions_match_server(server: MariaDBServer, db: str) -> None:
     server.execute(f"CREATE TABLE `{db}`.t (id INT AUTO_INCREMENT PRIMARY KEY, txn INT, r INT, payload TEXT)")
     start = server.gtid_binlog_pos()
     await asyncio.to_thread(_write, server, db, 0, 4)
+    end = server.gtid_binlog_pos()
     checked = 0
     async with BinlogStream(server.repl_dsn, gtid_set=start, blocking=False) as stream:
         async for event in stream:
-            if isinstance(event, MariadbGtidEvent):
+            if isinstance(event, MariadbGtidEvent | GtidEvent):
                 assert event.gtid not in stream.position.gtid_set  # type: ignore[operator]
             if isinstance(event, XidEvent):
                 pos = stream.position
                 assert pos.offset == event.log_pos
-                server_gtid = server.query_value(f"SELECT BINLOG_GTID_POS('{pos.file}', {pos.offset})")
-                # MariaDB's position covers every domain; ours follows the transactions we saw since `start`
-                assert str(pos.gtid_set) == str(server_gtid)
+                if server.flavor == "mariadb":
+                    server_gtid = server.query_value(f"SELECT BINLOG_GTID_POS('{pos.file}', {pos.offset})")
+                    # MariaDB's position covers every domain; ours follows the transactions we saw since `start`
+                    assert str(pos.gtid_set) == str(server_gtid)
                 checked += 1
+        # MySQL: the set after the last transaction is the server's gtid_executed
+        assert str(stream.position.gtid_set) == end
     assert checked >= 4
 
 
-async def test_wrong_password_and_statement_format(mariadb: MariaDBServer, mariadb_factory: Any) -> None:
-    bad = mariadb.repl_dsn.replace(mariadb.repl_password, "not-the-password-xyz")
+async def test_wrong_password_and_statement_format(server: MariaDBServer, server_factory: Any) -> None:
+    bad = server.repl_dsn.replace(server.repl_password, "not-the-password-xyz")
     with pytest.raises(AuthenticationError) as info:
         async with BinlogStream(bad):
             pass
     assert "not-the-password-xyz" not in str(info.value)
     assert "not-the-password-xyz" not in repr(info.value)
-    statement = mariadb_factory(binlog_format="STATEMENT")
+    statement = server_factory(binlog_format="STATEMENT")
     with pytest.raises(PreconditionError) as info2:
         async with BinlogStream(statement.repl_dsn):
             pass
