@@ -135,10 +135,52 @@ varlen(const unsigned char *d, uint64_t pos, uint64_t end, uint64_t *value, uint
     return -1;
 }
 
+/* Short ASCII strings (object keys above all, which repeat from document to document, and short values) come from a
+ * small direct-mapped cache of str objects: no allocation, and a key's hash is computed once, not at every dict
+ * insertion. The strs are equal to the ones bytes.decode() makes, which is all a caller can see. */
+#define JB_CACHE_SIZE 1024
+#define JB_CACHE_MAX_LEN 24
+static PyObject *jb_cache[JB_CACHE_SIZE];
+
+static PyObject *
+cached_ascii(const unsigned char *p, uint64_t n)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    unsigned high = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        high |= p[i];
+        h = (h ^ p[i]) * 16777619u;
+    }
+    if (high & 0x80)
+        return NULL; /* not ASCII: decoded (and checked) as UTF-8 */
+    PyObject **slot = &jb_cache[(h ^ (h >> 16)) & (JB_CACHE_SIZE - 1)];
+    PyObject *s = *slot;
+    if (s != NULL && (uint64_t)PyUnicode_GET_LENGTH(s) == n && memcmp(PyUnicode_1BYTE_DATA(s), p, (size_t)n) == 0) {
+        Py_INCREF(s);
+        return s;
+    }
+    s = PyUnicode_New((Py_ssize_t)n, 127);
+    if (s == NULL)
+        return NULL;
+    memcpy(PyUnicode_1BYTE_DATA(s), p, (size_t)n);
+    if (PyObject_Hash(s) == -1) {
+        Py_DECREF(s);
+        return NULL;
+    }
+    Py_INCREF(s);
+    Py_XSETREF(*slot, s);
+    return s;
+}
+
 /* str of strict UTF-8 (bytes.decode("utf-8")); malformed when it is not UTF-8 */
 static PyObject *
 text(Ctx *c, const unsigned char *p, uint64_t n)
 {
+    if (n <= JB_CACHE_MAX_LEN) {
+        PyObject *s = cached_ascii(p, n);
+        if (s != NULL || PyErr_Occurred())
+            return s;
+    }
     PyObject *s = PyUnicode_DecodeUTF8((const char *)p, (Py_ssize_t)n, NULL);
     if (s == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
         PyErr_Clear();
