@@ -627,11 +627,13 @@ class Replicator(SchemaChanges):
                 return cp
             watermark = await src.current_position()  # before the schemas: DDL after it is replayed
             texts = {t: await src.show_create_table(self.database, t) for t in names}
-            exact = await src.start_consistent_snapshot()
+            # a collapsing load needs the exact position of its snapshot (MySQL: taken under a global read lock)
+            exact = await src.start_consistent_snapshot(locked=s.engine == "collapsing")
             if exact is None and s.engine == "collapsing":
                 raise ConfigurationError(
-                    "the initial load of a collapsing replica needs MariaDB's consistent snapshot position; on "
-                    "MySQL use engine='replacing' or start from an empty database (initial_load='none')"
+                    "the initial load of a collapsing replica needs the exact binlog position of its snapshot, "
+                    "which this server did not give; use engine='replacing' or start from an empty database "
+                    "(initial_load='none')"
                 )
             start = replace(exact if exact is not None else watermark, server_id=server_id)
             version = snapshot_version(start)

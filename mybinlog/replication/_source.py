@@ -6,6 +6,7 @@ import re
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
+from ..errors import AuthenticationError
 from ..protocol._gtid import parse_gtid_set
 from ..protocol._position import BinlogPosition
 from ..source._connection import BinlogConnection
@@ -174,13 +175,34 @@ class SourceConnection:
         gtid_set = parse_gtid_set(gtids, self.flavor) if gtids or self.flavor == "mariadb" else None
         return BinlogPosition(file, offset, gtid_set)
 
-    async def start_consistent_snapshot(self) -> BinlogPosition | None:
+    async def start_consistent_snapshot(self, *, locked: bool = False) -> BinlogPosition | None:
         """Start a consistent-snapshot transaction; on MariaDB also return the binlog position it is consistent
-        with (``binlog_snapshot_file``/``binlog_snapshot_position``), None on MySQL."""
+        with (``binlog_snapshot_file``/``binlog_snapshot_position``).
+
+        MySQL keeps no such position: with ``locked`` the snapshot starts under ``FLUSH TABLES WITH READ LOCK``
+        (as ``mysqldump --single-transaction --source-data`` does: no transaction can commit meanwhile) and the
+        position is read before ``UNLOCK TABLES`` (a moment of blocked writes; the user needs RELOAD, else an
+        :class:`~mybinlog.errors.AuthenticationError` naming the grant). Without ``locked``, None on MySQL."""
         await self.query("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        await self.query("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         if self.flavor != "mariadb":
-            return None
+            if not locked:
+                await self.query("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                return None
+            try:
+                await self.query("FLUSH TABLES WITH READ LOCK")
+            except AuthenticationError as exc:
+                raise AuthenticationError(
+                    f"{self.dsn.display}: user {self.dsn.user!r} may not run FLUSH TABLES WITH READ LOCK, which "
+                    "gives a collapsing replica's initial load the exact binlog position of its snapshot on MySQL: "
+                    f"GRANT RELOAD ON *.* TO '{self.dsn.user}'@'<host>', or use engine='replacing'",
+                    errno=exc.errno,
+                ) from None
+            try:
+                await self.query("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                return await self.current_position()
+            finally:
+                await self.query("UNLOCK TABLES")  # releases the global read lock; the transaction goes on
+        await self.query("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         rows = await self.query("SHOW STATUS LIKE 'binlog_snapshot_%'")
         status = {_text(k): _text(v) for k, v in rows}
         file = status.get("Binlog_snapshot_file", "")
