@@ -19,14 +19,14 @@ from tests.unit.test_sharing import COLUMNS
 SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "sharing_check.py"
 
 
-async def test_sharing_check_script_passes_under_steady_writes(mariadb: MariaDBServer, db: str) -> None:
+async def test_sharing_check_script_passes_under_steady_writes(server: MariaDBServer, db: str) -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         str(SCRIPT),
         "--dsn",
-        mariadb.repl_dsn,
+        server.repl_dsn,
         "--write-dsn",
-        mariadb.admin_dsn,
+        server.admin_dsn,
         "--seconds",
         "4",
         "--database",
@@ -54,6 +54,6 @@ async def test_sharing_check_script_passes_under_steady_writes(mariadb: MariaDBS
     assert result["dispatchers_at_end"] == [leader]
     assert [list(row) for row in result["status"]] == [COLUMNS] * 5
     assert {row["dispatcher_name"] for row in result["status"]} == {leader}
-    assert mariadb.repl_password not in out.decode()
-    assert mariadb.admin_password not in out.decode()
-    assert mariadb.repl_password not in err.decode()
+    assert server.repl_password not in out.decode()
+    assert server.admin_password not in out.decode()
+    assert server.repl_password not in err.decode()

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from mybinlog import BinlogStream, GtidEvent, MariadbGtidEvent, MariaDBGtidSet, QueryEvent, RowsEvent
+from mybinlog import BinlogStream, GtidEvent, GtidSet, MariadbGtidEvent, QueryEvent, RowsEvent, parse_gtid_set
 from mybinlog.cli._status import server_facts
 from mybinlog.errors import StatusReadError
 from mybinlog.source._dsn import DSN
@@ -56,8 +56,8 @@ def transactions(path: Path) -> tuple[list[dict[str, Any]], int]:
     return txns, detaches
 
 
-def saved_gtid_set(path: Path) -> MariaDBGtidSet | None:
-    """The position in the last complete line (the process may be writing the next one)."""
+def saved_gtid_set(path: Path, flavor: str) -> GtidSet | None:
+    """The position in the last complete line (the process may be writing the next one), parsed as ``flavor``."""
     if not path.exists():
         return None
     text = path.read_text()
@@ -65,7 +65,7 @@ def saved_gtid_set(path: Path) -> MariaDBGtidSet | None:
     for line in text[: text.rfind("\n") + 1].splitlines():
         if line.startswith('{"gtid"'):
             last = line
-    return MariaDBGtidSet.parse(json.loads(last)["gtid_set"]) if last else None
+    return parse_gtid_set(json.loads(last)["gtid_set"], flavor) if last else None
 
 
 async def reference(server: MariaDBServer, start: str, db: str) -> list[dict[str, Any]]:
@@ -105,14 +105,14 @@ async def poll(pred: Any, what: str, limit_s: float) -> None:
 
 
 async def test_four_consumers_two_detached_ddl_and_inserts_survive_a_restart_of_the_consuming_process(
-    mariadb: MariaDBServer, db: str, tmp_path: Path
+    server: MariaDBServer, db: str, tmp_path: Path
 ) -> None:
-    mariadb.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(40))")
-    start = mariadb.gtid_binlog_pos()
+    server.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(40))")
+    start = server.gtid_binlog_pos()
     state = tmp_path / "state"
     sock = tmp_path / "status.sock"
     files = [state / f"{spec.split(':')[0]}.jsonl" for spec in CONSUMERS]
-    command = [str(SCRIPT), "--dsn", mariadb.repl_dsn, "--state-dir", str(state), "--start", start]
+    command = [str(SCRIPT), "--dsn", server.repl_dsn, "--state-dir", str(state), "--start", start]
     command += ["--database", db, "--status", f"unix:{sock}", "--heartbeat", "0.5"]
     for spec in CONSUMERS:
         command += ["--consumer", spec]
@@ -130,8 +130,8 @@ async def test_four_consumers_two_detached_ddl_and_inserts_survive_a_restart_of_
 
         return await asyncio.to_thread(check)
 
-    await asyncio.to_thread(write, mariadb, db, 0, 300)  # a backlog: the slow consumers fall behind at once
-    writer = threading.Thread(target=write, args=(mariadb, db, 300, TRANSACTIONS))
+    await asyncio.to_thread(write, server, db, 0, 300)  # a backlog: the slow consumers fall behind at once
+    writer = threading.Thread(target=write, args=(server, db, 300, TRANSACTIONS))
     processes: list[asyncio.subprocess.Process] = []
     try:
         first = await launch("first")
@@ -145,12 +145,12 @@ async def test_four_consumers_two_detached_ddl_and_inserts_survive_a_restart_of_
         second = await launch("second")
         processes.append(second)
         await asyncio.to_thread(writer.join)
-        final = MariaDBGtidSet.parse(mariadb.gtid_binlog_pos())
+        final = parse_gtid_set(server.gtid_binlog_pos(), server.flavor)
 
         async def caught_up() -> bool:
             assert second.returncode is None, log_of("second")
-            sets = await asyncio.to_thread(lambda: [saved_gtid_set(f) for f in files])
-            return all(s is not None and s.contains(final) for s in sets)
+            sets = await asyncio.to_thread(lambda: [saved_gtid_set(f, server.flavor) for f in files])
+            return all(s is not None and s.contains(final) for s in sets)  # type: ignore[arg-type]
 
         await poll(caught_up, "every consumer saved the last transaction", 40)
 
@@ -166,13 +166,16 @@ async def test_four_consumers_two_detached_ddl_and_inserts_survive_a_restart_of_
 
         await poll(one_dispatcher, "all four consumers are on one dispatcher", 20)
         assert {r["name"] for r in rows} == {"fast", "default", "slow1", "slow2"}
-        assert all(MariaDBGtidSet.parse(r["mysql_binlog_executed_gtid_set"]).contains(final) for r in rows)
+        assert all(
+            parse_gtid_set(r["mysql_binlog_executed_gtid_set"], server.flavor).contains(final)  # type: ignore[arg-type]
+            for r in rows
+        )
 
         # the server agrees: one binlog dump connection is left (a dump thread whose client went away, killed or
         # merged, ends when its next heartbeat cannot be sent)
         async def one_dump() -> bool:
-            facts = await server_facts(DSN.parse(mariadb.repl_dsn))
-            return len([d for d in facts["binlog_dumps"] if d["user"] == mariadb.repl_user]) == 1
+            facts = await server_facts(DSN.parse(server.repl_dsn))
+            return len([d for d in facts["binlog_dumps"] if d["user"] == server.repl_user]) == 1
 
         await poll(one_dump, "the server has one binlog dump connection", 30)
         second.send_signal(signal.SIGTERM)
@@ -185,7 +188,7 @@ async def test_four_consumers_two_detached_ddl_and_inserts_survive_a_restart_of_
         if writer.is_alive():
             await asyncio.to_thread(writer.join)
 
-    expected = await reference(mariadb, start, db)
+    expected = await reference(server, start, db)
     assert len(expected) == TRANSACTIONS + TRANSACTIONS // ALTER_EVERY
     assert sum(len(r[2]) for t in expected for r in t["rows"]) == TRANSACTIONS * 10
     assert sum(1 for t in expected if t["queries"]) == TRANSACTIONS // ALTER_EVERY
