@@ -94,6 +94,12 @@ class PositionTracker:
     A transaction completes with XID, a COMMIT/ROLLBACK query, XA_PREPARE, or a statement outside BEGIN
     (DDL, and anything MariaDB marks standalone). A GTID becomes executed only then. The 32-bit ``log_pos``
     of binlogs larger than 4 GiB wraps; the tracker corrects it from the event sizes.
+
+    An XA transaction is two transactions here, as in the binlog: its prepared part ends at XA_PREPARE (its GTID is
+    executed then, although its rows take effect only at a later ``XA COMMIT`` statement, a transaction of its
+    own), and the ``XA COMMIT``/``XA ROLLBACK`` completes as a statement outside BEGIN (MariaDB marks its GTID
+    standalone). A position past a prepared part says it was read, not that it took effect: ``Transaction.xa``
+    (``_transaction.py``) tells the parts apart.
     """
 
     def __init__(self, position: BinlogPosition) -> None:

@@ -996,7 +996,7 @@ class Replicator(SchemaChanges):
             xid = Xid(event.gtrid, event.bqual, event.format_id)
             self._xa_part = XaStatement("commit", xid, True) if event.one_phase else XaStatement("prepare", xid)
         elif isinstance(event, (GtidEvent, MariadbGtidEvent)):
-            self._gtid = str(event.gtid)
+            self._gtid = "" if event.gtid is None else str(event.gtid)
 
     async def _unknown_table(self, name: str) -> None:
         """Rows of a table in scope that the replica does not have: it was not readable at the initial load (a

@@ -113,8 +113,9 @@ class XaHold:
             held.entries, held.size = entries, size
             self.bytes += size
         elif size:
-            logger.info("prepared XA transaction %s has %d bytes of rows, more than max_bytes_of_prepared_xa=%d: they "
-                        "are read again from the binlog at %s when it commits", xid, size, self.limit, before)  # fmt: skip
+            logger.info("prepared XA transaction %s has %d bytes of rows, more than max_bytes_of_prepared_xa=%d: "
+                        "they are read again from the binlog at %s when it commits", xid, size, self.limit,
+                        before)  # fmt: skip
         self.held[xid] = held
         if self.bytes > self.limit:
             self._evict()
