@@ -241,21 +241,27 @@ def server_flavor(conn: Any) -> str:
     return "mariadb" if "mariadb" in version.lower() else "mysql"
 
 
-def tables_for(flavor: str, seed: int = 0) -> dict[str, tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]]]:
-    """:data:`TABLES` for a server flavour: on MySQL, ``all_types`` has MySQL's types in a seeded random order."""
+def tables_for(
+    flavor: str, seed: int = 0, omit_types: Iterable[str] = ()
+) -> dict[str, tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]]]:
+    """:data:`TABLES` for a server flavour: on MySQL, ``all_types`` has MySQL's types in a seeded random order.
+    ``omit_types``: base types (``"vector"``) left out of ``all_types`` on MySQL."""
     if flavor == "mariadb":
         return TABLES
-    columns = list(MYSQL_ALL_TYPES_COLUMNS)
+    omit = set(omit_types)
+    columns = [c for c in MYSQL_ALL_TYPES_COLUMNS if parse_type(c[1]).base not in omit]
     random.Random(f"columns-{seed}").shuffle(columns)
     tables = dict(TABLES)
     tables["all_types"] = (all_types_ddl("all_types", columns), (*_ALL_TYPES_KEY, *columns), ("id",))
     return tables
 
 
-def create_schema(conn: Any, db: str, tables: Iterable[str] = TABLES, *, seed: int = 0) -> None:
+def create_schema(
+    conn: Any, db: str, tables: Iterable[str] = TABLES, *, seed: int = 0, omit_types: Iterable[str] = ()
+) -> None:
     """Create the workload tables in ``db`` (which must exist) on a pymysql connection (the server's flavour
     chooses the all-types columns: :func:`tables_for`)."""
-    defs = tables_for(server_flavor(conn), seed)
+    defs = tables_for(server_flavor(conn), seed, omit_types)
     with conn.cursor() as cur:
         for table in tables:
             cur.execute(f"USE `{db}`")
@@ -971,8 +977,10 @@ class Workload:
         tables: Sequence[str] = ("all_types", "composite_pk", "no_pk"),
         null_probability: float = 0.1,
         large_values: bool = True,
+        omit_types: Iterable[str] = (),
     ) -> None:
         self.rng = random.Random(seed)
+        self.omit_types = tuple(omit_types)
         self.seed = seed
         self.flavor = "mariadb"  # set from the server by create_schema
         self.table_names = tuple(tables)
@@ -990,9 +998,9 @@ class Workload:
         """Create the tables in ``db`` and start the model."""
         _prepare(conn)
         self.flavor = server_flavor(conn)
-        create_schema(conn, db, self.table_names, seed=self.seed)
+        create_schema(conn, db, self.table_names, seed=self.seed, omit_types=self.omit_types)
         self.result = WorkloadResult(db=db)
-        defs = tables_for(self.flavor, self.seed)
+        defs = tables_for(self.flavor, self.seed, self.omit_types)
         for name in self.table_names:
             _ddl, columns, key = defs[name]
             table = _Table(name, list(columns), key)

@@ -24,9 +24,9 @@ import pytest
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-from tests.integration.test_live_workload import Decoded, decoded_changes, stream_events, write_workload
+from tests.integration.test_live_workload import Decoded, Written, decoded_changes, stream_events
 from tests.servers import MariaDBServer
-from tests.workload import ALL_TYPES_COLUMNS, normalize, parse_type
+from tests.workload import ALL_TYPES_COLUMNS, Workload, normalize, parse_type
 
 SEEDS = (404, 505)
 UTC = dt.UTC
@@ -83,11 +83,24 @@ def _local_naive_to_utc(value: dt.datetime) -> dt.datetime:
     return value.astimezone(UTC)  # a naive datetime is taken as local time
 
 
+def _json_text(value: Any) -> Any:
+    """python-mysql-replication gives MySQL binary JSON's strings and keys as UTF-8 ``bytes``."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, list):
+        return [_json_text(v) for v in value]
+    if isinstance(value, dict):
+        return {_json_text(k): _json_text(v) for k, v in value.items()}
+    return value
+
+
 def repair_oracle(value: Any, sql_type: str) -> Any:
     """Undo python-mysql-replication's reversible decoding mistakes (1.0.x)."""
     if value is None:
         return None
     base = parse_type(sql_type).base
+    if base == "json" and not isinstance(value, str):
+        return _json_text(value)
     if base == "bit" and isinstance(value, str):
         return int(value, 2)  # BIT as a string of '0'/'1' characters
     if base == "year" and value == 1900:
@@ -160,10 +173,25 @@ def compare(
     return problems, covered
 
 
+def write_workload(server: MariaDBServer, db: str, seed: int, *, n_transactions: int, **run: Any) -> Written:
+    """The workload in a new database ``db``; on MySQL without VECTOR columns, which python-mysql-replication
+    (1.0) cannot read (its table-map parser fails on them: "0 is not a valid MetadataFieldType")."""
+    server.drop_database(db)
+    server.create_database(db)
+    gtid_before = server.gtid_binlog_pos()
+    start = server.master_status()
+    conn = server.connect(database=db)
+    try:
+        result = Workload(seed, omit_types=("vector",)).run(conn, db, n_transactions, **run)
+    finally:
+        conn.close()
+    return Written(db, result, gtid_before, start, server.master_status())
+
+
 @pytest.mark.parametrize("seed", SEEDS)
-async def test_mybinlog_agrees_with_python_mysql_replication(mariadb: MariaDBServer, seed: int) -> None:
+async def test_mybinlog_agrees_with_python_mysql_replication(server: MariaDBServer, seed: int) -> None:
     w = write_workload(
-        mariadb,
+        server,
         f"differential_{seed}",
         seed,
         n_transactions=25,
@@ -173,13 +201,16 @@ async def test_mybinlog_agrees_with_python_mysql_replication(mariadb: MariaDBSer
     )
     try:
         assert len(w.result.ddl) > 3 + 2, "ALTER TABLEs ran in the middle of the workload"
-        events = await stream_events(mariadb.repl_dsn, w.end, binlog_file=w.start[0], position=w.start[1])
+        events = await stream_events(server.repl_dsn, w.end, binlog_file=w.start[0], position=w.start[1])
         ours = decoded_changes(events, w.db)
         assert len(ours) == len(w.result.changes)
         server_id = 0x7A00_0000 + seed  # distinct from every other replica of the session server
-        oracle = await asyncio.to_thread(read_with_oracle, mariadb, w.db, w.start, server_id)
+        oracle = await asyncio.to_thread(read_with_oracle, server, w.db, w.start, server_id)
         problems, covered = compare(ours, oracle, w.result.column_types)
         assert not problems, f"{len(problems)} differences:\n" + "\n".join(problems[:25])
-        assert {name for name, _ in ALL_TYPES_COLUMNS} <= covered, "every column type was compared"
+        typed = {name for name, _ in w.result.columns["all_types"]} - {"id", "rev"}
+        typed -= {name for name in typed if name.startswith("extra_")}
+        assert typed <= covered, "every column type was compared"
+        assert typed >= ({n for n, _ in ALL_TYPES_COLUMNS} - {"c_uuid", "c_inet6"})
     finally:
-        mariadb.drop_database(w.db)
+        server.drop_database(w.db)
