@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import AuthenticationError
 from ..protocol._gtid import parse_gtid_set
 from ..protocol._position import BinlogPosition
 from ..source._connection import BinlogConnection
 from ..source._dsn import DSN
+
+if TYPE_CHECKING:
+    from .ddl import ColumnDef
 
 __all__ = ["SourceConnection", "quote_mysql_ident", "select_scope"]
 
@@ -166,6 +169,15 @@ class SourceConnection:
         """``SHOW GRANTS`` of the current user (lines may contain password hashes: never log them)."""
         return [_text(r[0]) for r in await self.query("SHOW GRANTS")]
 
+    async def vector_columns(self, database: str, table: str) -> set[str]:
+        """The names (lower case) of the table's VECTOR columns (MySQL 9; none elsewhere)."""
+        rows = await self.query(
+            "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s "
+            "AND DATA_TYPE = 'vector'",
+            (database, table),
+        )
+        return {_text(r[0]).lower() for r in rows}
+
     async def show_create_table(self, database: str, table: str) -> str:
         rows = await self.query(f"SHOW CREATE TABLE {quote_mysql_ident(database)}.{quote_mysql_ident(table)}")
         return _text(rows[0][1])
@@ -222,10 +234,26 @@ class SourceConnection:
         return self._binlog_conn.stream_query(sql, batch_rows=batch_rows)
 
     async def stream_rows(
-        self, database: str, table: str, columns: Sequence[str], *, batch: int = 10_000
+        self, database: str, table: str, columns: Sequence[str | ColumnDef], *, batch: int = 10_000
     ) -> AsyncIterator[list[tuple[Any, ...]]]:
-        """Every row of ``table`` (inside the current transaction), ``batch`` rows at a time, unbuffered."""
-        cols = ", ".join(quote_mysql_ident(c) for c in columns)
+        """Every row of ``table`` (inside the current transaction), ``batch`` rows at a time, unbuffered.
+
+        ``columns``: column definitions, each read as :func:`~.types.select_expression` says (a VECTOR as its bytes:
+        the drivers cannot decode a VECTOR field), or names (the table's VECTOR columns are then looked up in
+        information_schema and read the same way)."""
+        from .types import select_expression
+
+        vectors: set[str] = set()
+        if any(isinstance(c, str) for c in columns):
+            vectors = await self.vector_columns(database, table)
+        cols = ", ".join(
+            select_expression(c)
+            if not isinstance(c, str)
+            else f"CAST({quote_mysql_ident(c)} AS BINARY) AS {quote_mysql_ident(c)}"
+            if c.lower() in vectors
+            else quote_mysql_ident(c)
+            for c in columns
+        )
         sql = f"SELECT {cols} FROM {quote_mysql_ident(database)}.{quote_mysql_ident(table)}"
         rows = self.stream_query(sql, batch_rows=batch)
         try:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..protocol._position import BinlogPosition
 from ..replication._version import snapshot_version
 from ..source._dsn import DSN
-from ._chunks import Chunk, chunk_predicate, quote_mysql_ident
+from ._chunks import Chunk, chunk_predicate
 from ._source import Watermark, connect_source, open_chunk_snapshot, stream_query
 
 if TYPE_CHECKING:
@@ -77,7 +77,9 @@ class CopyTable:
         return [*self.columns, *self.meta]
 
     def select_sql(self, chunk: Chunk) -> str:
-        cols = ", ".join(quote_mysql_ident(c) for c in self.columns)
+        from ..replication.types import select_expression
+
+        cols = ", ".join(select_expression(c) for c in self.definition.columns)  # VECTOR as its bytes
         conditions = [chunk_predicate(self.key, chunk, self.key_charsets)] if self.key else []
         conditions += [f"({f})" for f in self.filters]
         where = " AND ".join(c for c in conditions if c != "1") or "1"

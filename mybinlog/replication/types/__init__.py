@@ -14,6 +14,7 @@ ClickHouse cannot hold (zero dates, dates outside the range of a ClickHouse type
 * :func:`canonical`: one comparable string per value, from either side (a MySQL value, or the text ClickHouse
   returns), for ``mybinlog verify``; :func:`values_match` compares two of them (floats with a tolerance).
 * :func:`zero_field`: the field for MySQL's implicit default of a column (a column missing from a row image).
+* :func:`select_expression`: how a ``SELECT`` of the source reads a column (VECTOR cast to binary).
 
 Modules
 -------
@@ -35,7 +36,7 @@ from __future__ import annotations
 from ...errors import TypeMappingError
 from ._canonical import Canonical, canonical, values_match
 from ._encoders import Encoder, implicit_default, make_encoder, make_row_encoder, make_rows_encoder, zero_field
-from ._mapping import Kind, clickhouse_type, column_kind, column_spec
+from ._mapping import Kind, clickhouse_type, column_kind, column_spec, select_expression
 from ._values import NULL_FIELD, f32_repr, tsv_field_text
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "make_encoder",
     "make_row_encoder",
     "make_rows_encoder",
+    "select_expression",
     "tsv_field_text",
     "values_match",
     "zero_field",

@@ -7,6 +7,7 @@ import datetime as dt
 import decimal
 import ipaddress
 import json
+import math
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
@@ -22,7 +23,8 @@ from ._values import (
     _f32,
     _ipv6_text,
     _parse_datetime_text,
-    f32_repr,
+    _vector_values,
+    f32_signed_repr,
     tsv_field_text,
 )
 
@@ -98,10 +100,10 @@ def _clickhouse_canonical(spec: _Spec) -> Callable[[str], str | None]:
     if kind == "vector":
 
         def canon_vector(text: str) -> str | None:
-            values = json.loads(text)
+            values = _vector_values(text)
             if not values:
                 return None  # a NULL vector is stored as []
-            return "[" + ",".join(f32_repr(x) for x in values) + "]"
+            return "[" + ",".join(map(f32_signed_repr, values)) + "]"  # -0 kept
 
         return canon_vector
     if kind == "text" and spec.char:
@@ -159,6 +161,8 @@ def values_match(col: ColumnDef, caps: Capabilities) -> Callable[[str | None, st
     tolerance = 2e-14 if kind == "float64" else 2e-5
 
     def close(a: float, b: float) -> bool:
+        if a == 0.0 and b == 0.0 and kind == "vector":
+            return math.copysign(1.0, a) == math.copysign(1.0, b)  # a vector keeps the sign of a zero
         return a == b or abs(a - b) <= tolerance * max(abs(a), abs(b))
 
     def match(a: str | None, b: str | None) -> bool:
@@ -167,7 +171,7 @@ def values_match(col: ColumnDef, caps: Capabilities) -> Callable[[str | None, st
         if a is None or b is None:
             return False
         if kind == "vector":
-            xs, ys = json.loads(a), json.loads(b)
+            xs, ys = json.loads(a, parse_int=float), json.loads(b, parse_int=float)
             return len(xs) == len(ys) and all(close(float(x), float(y)) for x, y in zip(xs, ys, strict=True))
         return close(float(a), float(b))
 

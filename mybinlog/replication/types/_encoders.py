@@ -35,6 +35,7 @@ from ._values import (
     _uuid_text,
     _vector_values,
     f32_repr,
+    f32_signed_repr,
 )
 
 if TYPE_CHECKING:
@@ -351,19 +352,28 @@ def _set_encoder(spec: _Spec) -> Encoder:
     return encode
 
 
+_JSON_SPACE = " \t\n\r"  # JSON's whitespace (MariaDB keeps a document's text as written)
+
+
 def _json_encoder(spec: _Spec, parsed_json: bool) -> Encoder:
     from ...protocol._jsonb import render_json_mysql_text
 
     esc = _escape
+    # A JSON null document: MySQL's binlog decodes it to None, as SQL NULL, so every path stores it as NULL when the
+    # column is nullable (a SELECT's text `null` too, and MariaDB's), and as the text `null` in a NOT NULL column
+    # (where None can only be the document): the initial load, the snapshot and the binlog give the same replica.
+    null_document = NULL_FIELD if spec.nullable else "null"
 
     def encode(v: Any) -> str:
         if v is None:
-            return NULL_FIELD
+            return null_document
         if not parsed_json:
-            if type(v) is str:
-                return esc(v)  # JSON text: pymysql, and MariaDB's binlog (JSON is a LONGTEXT alias there)
             if isinstance(v, bytes | bytearray | memoryview):
-                return esc(_bytes_text(v))
+                v = _bytes_text(v)
+            if type(v) is str:  # JSON text: pymysql, and MariaDB's binlog (JSON is a LONGTEXT alias there)
+                if len(v) < 40 and v.strip(_JSON_SPACE) == "null":
+                    return null_document
+                return esc(v)
         return esc(render_json_mysql_text(v))  # a parsed document (MySQL binary JSON): MySQL's SELECT text
 
     return encode
@@ -423,7 +433,7 @@ def _vector_encoder(spec: _Spec) -> Encoder:
     def encode(v: Any) -> str:
         if v is None:
             return "[]"  # Array cannot be Nullable; MySQL vectors are never empty
-        return "[" + ",".join(f32_repr(x) for x in _vector_values(v)) + "]"
+        return "[" + ",".join(map(f32_signed_repr, _vector_values(v))) + "]"  # -0.0 kept
 
     return encode
 

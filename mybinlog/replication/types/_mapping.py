@@ -122,6 +122,17 @@ def column_kind(col: ColumnDef) -> Kind:
     )
 
 
+def select_expression(col: ColumnDef) -> str:
+    """What a ``SELECT`` of the source names for this column, so that asyncmy/pymysql can read the value: the quoted
+    name, and for VECTOR ``CAST(`v` AS BINARY) AS `v```. Drivers decode a VECTOR field (type 242) as ASCII text and
+    fail on its float bytes (UnicodeDecodeError); cast to binary it arrives as the little-endian float32 bytes (exact,
+    -0.0 kept), which the encoders and :func:`canonical` read. The initial load, the snapshot and verify use it."""
+    quoted = "`" + col.name.replace("`", "``") + "`"
+    if _base_name(col) == "vector":
+        return f"CAST({quoted} AS BINARY) AS {quoted}"
+    return quoted
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # ranges of the ClickHouse date/time types (docs/types.md, "Dates ClickHouse cannot hold")
 

@@ -7,6 +7,7 @@ import datetime as dt
 import decimal
 import ipaddress
 import json
+import math
 import re
 import struct
 import uuid
@@ -111,6 +112,15 @@ def f32_repr(value: float) -> str:
         if _f32(float(text)) == f:
             return text
     return f"{f:.9g}"
+
+
+def f32_signed_repr(value: float) -> str:
+    """:func:`f32_repr`, but a negative zero is ``-0``: VECTOR elements are stored bit for bit (MySQL keeps -0.0 in a
+    vector, ClickHouse's Float32 too), where FLOAT columns write every zero as ``0``."""
+    text = f32_repr(value)
+    if text == "0" and math.copysign(1.0, value) < 0:
+        return "-0"
+    return text
 
 
 _DEC_CONTEXT = decimal.Context(prec=200, rounding=decimal.ROUND_HALF_UP, Emax=999999, Emin=-999999)
@@ -219,7 +229,7 @@ def _vector_values(value: Any) -> list[float]:
             raise ValueError(f"a VECTOR value has {len(raw)} bytes, not a multiple of 4")
         return list(struct.unpack(f"<{len(raw) // 4}f", raw))
     if isinstance(value, str):
-        parsed = json.loads(value)
+        parsed = json.loads(value, parse_int=float)  # "-0" (ClickHouse's text of a negative zero) stays -0.0
         if not isinstance(parsed, list):
             raise TypeError(f"not a VECTOR text: {value[:50]!r}")
         return [float(x) for x in parsed]

@@ -52,6 +52,7 @@ class _Plan:
     source_canon: list[Canon]
     replica_canon: list[Canon]
     matchers: list[Match | None]
+    source_columns: list[ColumnDef]  # the common columns' definitions (how the source is read: select_expression)
 
 
 _APPROXIMATE_TYPES = frozenset({"float", "double", "vector"})  # compared with a tolerance (values_match)
@@ -98,6 +99,7 @@ def _plan(result: TableResult, definition: TableDef, replica: _ReplicaTable, cap
             for c, ch in zip(defs, replica_columns, strict=True)
         ],
         [values_match(c, caps) if c.type_name in _APPROXIMATE_TYPES else None for c in defs],
+        defs,
     )
 
 
@@ -255,7 +257,7 @@ class _Feed:
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(read_replica())
-                stream = source.stream_rows(self.database, self.name, self.plan.columns, batch=_SOURCE_BATCH)
+                stream = source.stream_rows(self.database, self.name, self.plan.source_columns, batch=_SOURCE_BATCH)
                 try:
                     async for rows in stream:
                         comparer.add_source(rows)
