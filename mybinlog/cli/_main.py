@@ -190,6 +190,7 @@ async def _dump_server(args: argparse.Namespace, out: TextIO) -> int:
         blocking=not args.stop_at_end,
         server_id=args.server_id,
         verify_checksum=not args.no_verify_checksum,
+        require_full_row_image=False,  # MINIMAL/NOBLOB images print absent columns as such (docs/dump-format.md)
     )
     render = _render(args.format)
     n = 0

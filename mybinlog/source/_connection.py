@@ -279,7 +279,7 @@ def _server_info(variables: dict[str, str]) -> ServerInfo:
     )
 
 
-def _check_binlog_settings(info: ServerInfo, dsn: DSN) -> None:
+def _check_binlog_settings(info: ServerInfo, dsn: DSN, *, require_full_row_image: bool = True) -> None:
     where = dsn.display
     if not info.log_bin:
         raise PreconditionError(
@@ -293,15 +293,24 @@ def _check_binlog_settings(info: ServerInfo, dsn: DSN) -> None:
             "--binlog-format=ROW"
         )
     if info.binlog_row_image != "FULL":
-        raise PreconditionError(
-            f"{where}: binlog_row_image is {info.binlog_row_image or 'unknown'}; mybinlog needs FULL (every "
-            "column of every changed row): SET GLOBAL binlog_row_image=FULL and restart writers, or start the "
-            "server with --binlog-row-image=FULL"
+        if require_full_row_image:
+            raise PreconditionError(
+                f"{where}: binlog_row_image is {info.binlog_row_image or 'unknown'}; mybinlog needs FULL (every "
+                "column of every changed row): SET GLOBAL binlog_row_image=FULL and restart writers, or start the "
+                "server with --binlog-row-image=FULL"
+            )
+        logger.info(
+            "%s: binlog_row_image is %s, not FULL: row images may leave columns out (mybinlog.MISSING; "
+            '{"$missing": true} in dump\'s JSON Lines, left out of its text)',
+            where,
+            info.binlog_row_image or "unknown",
         )
     if info.binlog_row_metadata != "FULL":
         logger.warning(
-            "%s: binlog_row_metadata is %s, not FULL: column names will come from tracking DDL in the binlog; "
-            "set binlog_row_metadata=FULL on the server to have them in every table map",
+            "%s: binlog_row_metadata is %s, not FULL: table maps carry no column names, ENUM/SET labels or "
+            "primary keys, so events have None names (dump prints null names, @1, @2... in text) and ENUM/SET "
+            "values as numbers (replicate takes names from the table definitions it tracks); set "
+            "binlog_row_metadata=FULL on the server to have them in every table map",
             where,
             info.binlog_row_metadata or "unsupported",
         )
@@ -448,13 +457,15 @@ class BinlogConnection:
         heartbeat_period: float = 5.0,
         check_preconditions: bool = True,
         idle_timeout: float | None = None,
+        require_full_row_image: bool = True,
     ) -> BinlogConnection:
         """Connect, read :class:`ServerInfo`, check the server is set up for row-based CDC, negotiate
         checksums and heartbeats.
 
         Raises :class:`AuthenticationError` (wrong credentials or missing privilege),
         :class:`SourceConnectionError` (unreachable; retriable), :class:`PreconditionError` (binlog off, not
-        ROW, not FULL row image) and :class:`ConfigurationError` (bad arguments).
+        ROW, not FULL row image unless ``require_full_row_image=False``: MINIMAL and NOBLOB images then decode with
+        absent columns as ``MISSING``) and :class:`ConfigurationError` (bad arguments).
         """
         compat.check_asyncmy_compat()
         if server_id is not None and (
@@ -497,6 +508,7 @@ class BinlogConnection:
                         heartbeat_period=heartbeat_period,
                         idle_timeout=idle_timeout,
                         check_preconditions=check_preconditions,
+                        require_full_row_image=require_full_row_image,
                     )
                 except BaseException:
                     conn.close()
@@ -517,6 +529,7 @@ class BinlogConnection:
         heartbeat_period: float,
         idle_timeout: float | None,
         check_preconditions: bool,
+        require_full_row_image: bool = True,
     ) -> BinlogConnection:
         names = (
             "version",
@@ -533,7 +546,7 @@ class BinlogConnection:
         rows = await _query(conn, dsn, f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({in_list})")
         info = _server_info({str(row[0]).lower(): _text(row[1]) for row in rows})
         if check_preconditions:
-            _check_binlog_settings(info, dsn)
+            _check_binlog_settings(info, dsn, require_full_row_image=require_full_row_image)
             grants = await _query(conn, dsn, "SHOW GRANTS", flavor=info.flavor)
             missing = missing_privileges([_text(row[0]) for row in grants], info.flavor)
             if missing:

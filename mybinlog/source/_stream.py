@@ -101,6 +101,10 @@ class BinlogStream:
     streaming something else. A failover to another server (a new ``server_id``) is followed in GTID mode (the
     positions then carry the new ``server_id``) and refused in file mode, where offsets of one server mean nothing
     on another.
+
+    A server whose ``binlog_row_image`` is not FULL is refused (:class:`PreconditionError`) unless
+    ``require_full_row_image=False``: MINIMAL and NOBLOB row images then give :data:`mybinlog.MISSING` for the
+    columns they leave out (``mybinlog dump`` streams so).
     """
 
     def __init__(
@@ -117,6 +121,7 @@ class BinlogStream:
         heartbeat_period: float = 5.0,
         verify_checksum: bool = True,
         check_preconditions: bool = True,
+        require_full_row_image: bool = True,
         max_reconnect_attempts: int = 10,
         reconnect_backoff: tuple[float, float] = (0.1, 10.0),
         max_reconnect_seconds: float | None = None,
@@ -138,6 +143,7 @@ class BinlogStream:
         self.heartbeat_period = heartbeat_period
         self.verify_checksum = verify_checksum
         self.check_preconditions = check_preconditions
+        self.require_full_row_image = require_full_row_image
         self.max_reconnect_attempts = max_reconnect_attempts
         self.reconnect_backoff = reconnect_backoff
         self.max_reconnect_seconds = max_reconnect_seconds
@@ -319,6 +325,7 @@ class BinlogStream:
             server_id=self.server_id,
             heartbeat_period=self.heartbeat_period,
             check_preconditions=self.check_preconditions,
+            require_full_row_image=self.require_full_row_image,
         )
         self.server_id = conn.server_id
         return conn
