@@ -18,6 +18,7 @@ from tests.compare import assert_replica_equal
 from tests.faults import (
     STREAMING,
     ReplicateProcess,
+    TxnWriter,
     create_tables,
     execute,
     purge_to_current,
@@ -54,14 +55,19 @@ def _chdb(tmp_path: Path) -> tuple[str, dict[str, str]]:
     return f"chdb://{tmp_path / 'ch'}", {}
 
 
+def _monitor(server: MariaDBServer) -> str:
+    """The privilege that allows SHOW BINARY LOGS / SHOW BINARY LOG STATUS on the server's flavour."""
+    return "BINLOG MONITOR" if server.flavor == "mariadb" else "REPLICATION CLIENT"
+
+
 async def test_user_without_select_is_an_error_then_grant_and_start(
-    fresh_mariadb: MariaDBServer, tmp_path: Path
+    fresh_server: MariaDBServer, tmp_path: Path
 ) -> None:
-    server = fresh_mariadb
+    server = fresh_server
     server.create_database(DB)
     create_tables(server, DB, filler=100)
     server.execute("CREATE USER 'nosel'@'%' IDENTIFIED BY 'nosel-pw'")
-    server.execute("GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO 'nosel'@'%'")
+    server.execute(f"GRANT REPLICATION SLAVE, {_monitor(server)} ON *.* TO 'nosel'@'%'")
     url, env = _chdb(tmp_path)
     with _run(server, url, env, "--once", user="nosel", password="nosel-pw") as rep:
         assert rep.wait_exit() == 1, rep.tail()
@@ -79,12 +85,43 @@ async def test_user_without_select_is_an_error_then_grant_and_start(
     await assert_replica_equal(server, DB, url)
 
 
+@pytest.mark.servers("mysql")  # MariaDB gives the snapshot's position itself (binlog_snapshot_file), without a lock
+async def test_collapsing_load_on_mysql_needs_reload_then_is_exact(fresh_server: MariaDBServer, tmp_path: Path) -> None:
+    """MySQL keeps no consistent snapshot's binlog position: a collapsing replica's initial load takes it under
+    FLUSH TABLES WITH READ LOCK, which needs RELOAD. Without it: exit 1 naming the grant; with it, the load and the
+    stream after it are exact while a writer commits through the load."""
+    server = fresh_server
+    server.create_database(DB)
+    create_tables(server, DB, filler=2_000)
+    server.execute("CREATE USER 'noreload'@'%' IDENTIFIED BY 'noreload-pw'")
+    server.execute(f"GRANT REPLICATION SLAVE, {_monitor(server)}, SELECT ON *.* TO 'noreload'@'%'")
+    url, env = _chdb(tmp_path)
+    args = ("--engine", "collapsing", "--once")
+    with _run(server, url, env, *args, user="noreload", password="noreload-pw") as rep:
+        assert rep.wait_exit() == 1, rep.tail()
+    assert "GRANT RELOAD ON *.* TO 'noreload'" in rep.log
+    assert "noreload-pw" not in rep.log
+    server.execute("GRANT RELOAD ON *.* TO 'noreload'@'%'")
+    writer = TxnWriter(server, DB)
+    writer.start()  # transactions commit before, during and after the snapshot
+    try:
+        with _run(server, url, env, "--engine", "collapsing", user="noreload", password="noreload-pw") as rep:
+            rep.wait_for(STREAMING)
+            assert writer.finish() > 0
+            rep.wait_caught_up(server)
+            assert rep.stop() == 0, rep.tail()
+    finally:
+        if writer.is_alive():
+            writer.finish()
+    await assert_replica_equal(server, DB, url, engine="collapsing")
+
+
 async def test_table_clickhouse_cannot_hold_and_a_stopped_table(
-    fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path
+    fresh_server: MariaDBServer, clickhouse_server: Any, tmp_path: Path
 ) -> None:
     """A table in scope that cannot be replicated is an error before anything is written; a table whose replication
     stops later (a DDL ClickHouse 18.16 cannot follow) gives exit code 3, with the table named."""
-    server = fresh_mariadb
+    server = fresh_server
     server.create_database(DB)
     create_tables(server, DB, filler=100)
     url, env = target_for("server", clickhouse_server, tmp_path)
@@ -104,8 +141,8 @@ async def test_table_clickhouse_cannot_hold_and_a_stopped_table(
     assert '"stopped_tables": {"aside"' in "".join(rep.out)
 
 
-async def test_purged_binlog_stops_with_the_fix(fresh_mariadb: MariaDBServer, tmp_path: Path) -> None:
-    server = fresh_mariadb
+async def test_purged_binlog_stops_with_the_fix(fresh_server: MariaDBServer, tmp_path: Path) -> None:
+    server = fresh_server
     server.create_database(DB)
     create_tables(server, DB, filler=100)
     url, env = _chdb(tmp_path)
@@ -119,17 +156,17 @@ async def test_purged_binlog_stops_with_the_fix(fresh_mariadb: MariaDBServer, tm
     assert "take a new snapshot" in rep.log
 
 
-async def test_history_going_backwards_stops(fresh_mariadb: MariaDBServer, tmp_path: Path) -> None:
+async def test_history_going_backwards_stops(fresh_server: MariaDBServer, tmp_path: Path) -> None:
     """RESET MASTER while the replica is down, then as many new transactions: the GTIDs look alike, the positions
     do not; replicate refuses (exit 1) and says to take a new snapshot."""
-    server = fresh_mariadb
+    server = fresh_server
     server.create_database(DB)
     create_tables(server, DB, filler=100)
     url, env = _chdb(tmp_path)
     write(server, DB, 1, 10)
     with _run(server, url, env, "--once") as rep:
         assert rep.wait_exit() == 0, rep.tail()
-    server.execute("RESET MASTER")
+    server.execute("RESET MASTER" if server.flavor == "mariadb" else "RESET BINARY LOGS AND GTIDS")  # MySQL 8.4+
     write(server, DB, 100, 2)
     with _run(server, url, env, "--once") as rep:
         assert rep.wait_exit() == 1, rep.tail()
@@ -138,9 +175,9 @@ async def test_history_going_backwards_stops(fresh_mariadb: MariaDBServer, tmp_p
 
 
 async def test_second_writer_of_a_replica_is_refused(
-    fresh_mariadb: MariaDBServer, tmp_path: Path, clickhouse_server: Any
+    fresh_server: MariaDBServer, tmp_path: Path, clickhouse_server: Any
 ) -> None:
-    server = fresh_mariadb
+    server = fresh_server
     server.create_database(DB)
     create_tables(server, DB, filler=100)
     url, env = target_for("server", clickhouse_server, tmp_path)
@@ -158,8 +195,8 @@ async def test_second_writer_of_a_replica_is_refused(
     await assert_replica_equal(server, DB, clickhouse_server.url(), target_database="probe_lock")
 
 
-async def test_source_down_longer_than_the_budget_then_resume(fresh_mariadb: MariaDBServer, tmp_path: Path) -> None:
-    server = fresh_mariadb
+async def test_source_down_longer_than_the_budget_then_resume(fresh_server: MariaDBServer, tmp_path: Path) -> None:
+    server = fresh_server
     server.create_database(DB)
     create_tables(server, DB, filler=100)
     url, env = _chdb(tmp_path)
@@ -177,12 +214,12 @@ async def test_source_down_longer_than_the_budget_then_resume(fresh_mariadb: Mar
     await assert_replica_equal(server, DB, url)
 
 
-async def test_clickhouse_down_longer_than_the_budget_then_resume(fresh_mariadb: MariaDBServer, tmp_path: Path) -> None:
+async def test_clickhouse_down_longer_than_the_budget_then_resume(fresh_server: MariaDBServer, tmp_path: Path) -> None:
     """A private ClickHouse server stopped for longer than --target-retry-seconds while changes arrive: exit 75, and
     a later run resumes exactly."""
     from mybinlog.testing._clickhouse import ClickHouseServer
 
-    server = fresh_mariadb
+    server = fresh_server
     server.create_database(DB)
     create_tables(server, DB, filler=100)
     ch = ClickHouseServer(tmp_path / "chserver")
@@ -205,8 +242,8 @@ async def test_clickhouse_down_longer_than_the_budget_then_resume(fresh_mariadb:
         ch.cleanup()
 
 
-def test_statement_format_and_wrong_password(mariadb_factory: Any, tmp_path: Path) -> None:
-    server = mariadb_factory(binlog_format="STATEMENT")
+def test_statement_format_and_wrong_password(server_factory: Any, tmp_path: Path) -> None:
+    server = server_factory(binlog_format="STATEMENT")
     server.create_database(DB)
     url, env = _chdb(tmp_path)
     with _run(server, url, env, "--once") as rep:
@@ -219,7 +256,7 @@ def test_statement_format_and_wrong_password(mariadb_factory: Any, tmp_path: Pat
 
 
 async def test_a_checkpoint_without_gtids_resumes_by_file_and_offset(
-    fresh_mariadb: MariaDBServer, tmp_path: Path
+    fresh_server: MariaDBServer, tmp_path: Path
 ) -> None:
     """A server without GTIDs (MySQL gtid_mode=OFF) gives checkpoints without a GTID set; replicate must resume from
     their file and offset, not from "now" (it used to skip everything since the checkpoint). MariaDB always has
@@ -228,7 +265,7 @@ async def test_a_checkpoint_without_gtids_resumes_by_file_and_offset(
 
     from mybinlog.replication import load_checkpoint, open_target, save_checkpoint
 
-    server = fresh_mariadb
+    server = fresh_server
     server.create_database(DB)
     create_tables(server, DB, filler=100)
     url, env = _chdb(tmp_path)
