@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import struct
 import subprocess
 import sys
@@ -193,6 +194,13 @@ def _check_random_orders(server: MariaDBServer, seed: int) -> None:
     finally:
         conn.close()
     events = asyncio.run(_rows_since(server.repl_dsn, start, db))
+    if isinstance(server, MySQLServer):  # mysqlbinlog's reading of the same table maps: UNSIGNED on the same columns
+        listed = _mysqlbinlog_unsigned(server, db)
+        for event in events:
+            table_map = event.table
+            assert table_map is not None
+            ours = [c.name for c in table_map.columns if c.unsigned and c.type_name != "year"]
+            assert ours == listed[table_map.name], (table_map.name, layouts[table_map.name])
     decoded: dict[str, list[tuple[Any, ...]]] = {}
     for event in events:
         decoded.setdefault(event.table.name, []).extend(event.rows)  # type: ignore[union-attr]
@@ -207,6 +215,24 @@ def _check_random_orders(server: MariaDBServer, seed: int) -> None:
                                        f"columns {layouts[table]}"
                 if isinstance(w, int) and not isinstance(w, bool):
                     assert type(g) is int, (table, kind)
+
+
+def _mysqlbinlog_unsigned(server: MySQLServer, db: str) -> dict[str, list[str]]:
+    """Per table of ``db``: the columns ``mysqlbinlog --print-table-metadata`` prints as UNSIGNED (not YEAR)."""
+    text = server.mysqlbinlog("--print-table-metadata", *map(str, server.binlog_paths()))
+    out: dict[str, list[str]] = {}
+    table: str | None = None
+    for line in text.splitlines():
+        match = re.search(r"Table_map: `([^`]*)`\.`([^`]*)`", line)
+        if match:
+            table = match.group(2) if match.group(1) == db else None
+            if table is not None:
+                out[table] = []
+            continue
+        column = re.match(r"#\s+(?:Columns\()?`([^`]*)` (.*)", line)
+        if table is not None and column and " UNSIGNED" in column.group(2) and "YEAR" not in column.group(2):
+            out[table].append(column.group(1))
+    return out
 
 
 @pytest.mark.parametrize("seed", [1, 2])
