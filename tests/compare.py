@@ -23,6 +23,9 @@ def _alive(engine: str) -> str:
 
 def _source_tables(server: MariaDBServer, db: str) -> dict[str, tuple[str, list[tuple[Any, ...]]]]:
     """table -> (SHOW CREATE TABLE text, rows), all read in one consistent snapshot."""
+    from mybinlog.replication.ddl import parse_create_table
+    from mybinlog.replication.types import select_expression
+
     conn = server.connect(database=db)
     try:
         with conn.cursor() as cur:
@@ -34,7 +37,9 @@ def _source_tables(server: MariaDBServer, db: str) -> dict[str, tuple[str, list[
             for name in names:
                 cur.execute(f"SHOW CREATE TABLE `{db}`.`{name}`")
                 create = str(cur.fetchone()[1])
-                cur.execute(f"SELECT * FROM `{db}`.`{name}`")
+                # VECTOR as its bytes (pymysql cannot decode a VECTOR field), as mybinlog's own reads do
+                columns = parse_create_table(create, db).columns
+                cur.execute(f"SELECT {', '.join(select_expression(c) for c in columns)} FROM `{db}`.`{name}`")
                 out[name] = (create, list(cur.fetchall()))
             cur.execute("COMMIT")
             return out
