@@ -6,10 +6,12 @@
   ``promtool check metrics`` accepts the exposition; ``/healthz`` and ``/readyz`` answer 200;
 * headless Chromium (Debian's ``chromium``, over the DevTools protocol) loads the status page of the same process:
   it shows the replica, and its lag chart gains points while the page stays open;
-* the binlog purge risk with a real MariaDB: the checkpoint in the oldest binlog file, near a short retention, and
-  in a purged file, each seen by the check a replicator makes before it streams (status, log and the reason).
+* the binlog purge risk with a real MariaDB and a real MySQL: the checkpoint in the oldest binlog file, near a short
+  retention, and in a purged file, each seen by the check a replicator makes before it streams (status, log and the
+  reason).
 
-The replicate child runs for the module (MariaDB and ClickHouse are the session's servers).
+The replicate child runs for the module, once per server flavour (the source is the session's MariaDB or MySQL,
+ClickHouse the session's server).
 """
 
 from __future__ import annotations
@@ -55,14 +57,15 @@ class Running:
 
 
 @pytest.fixture(scope="module")
-def running(mariadb: MariaDBServer, clickhouse_server: Any) -> Iterator[Running]:
-    mariadb.execute(f"DROP DATABASE IF EXISTS {DB}")
-    mariadb.create_database(DB)
-    create_tables(mariadb, DB, filler=1_000)
+def running(server_kind: str, request: pytest.FixtureRequest, clickhouse_server: Any) -> Iterator[Running]:
+    server: MariaDBServer = request.getfixturevalue(server_kind)  # the flavour's session server (`server` is per test)
+    server.execute(f"DROP DATABASE IF EXISTS {DB}")
+    server.create_database(DB)
+    create_tables(server, DB, filler=1_000)
     clickhouse_server.execute(f"DROP DATABASE IF EXISTS {DB}")
     rep = ReplicateProcess(
-        source_dsn(mariadb),
-        mariadb.repl_password,
+        source_dsn(server),
+        server.repl_password,
         clickhouse_server.url(with_password=False),
         DB,
         "--replica",
@@ -75,11 +78,11 @@ def running(mariadb: MariaDBServer, clickhouse_server: Any) -> Iterator[Running]
         line = rep.wait_for("serving mybinlog status at ")
         address = line.split("serving mybinlog status at ", 1)[1].split()[0]
         rep.wait_for(STREAMING)
-        yield Running(rep, address, mariadb)
+        yield Running(rep, address, server)
         assert rep.stop() == 0, rep.tail()
     finally:
         rep.kill()
-        mariadb.drop_database(DB)
+        server.drop_database(DB)
         clickhouse_server.execute(f"DROP DATABASE IF EXISTS {DB}")
 
 
@@ -193,8 +196,8 @@ async def _catch_up(server: MariaDBServer, target: Any, db: str, client: Any = N
     return r
 
 
-async def test_binlog_purge_risk(fresh_mariadb: MariaDBServer, ch_http: Any, caplog: pytest.LogCaptureFixture) -> None:
-    server = fresh_mariadb
+async def test_binlog_purge_risk(fresh_server: MariaDBServer, ch_http: Any, caplog: pytest.LogCaptureFixture) -> None:
+    server = fresh_server
     db = ch_http.database
     server.create_database(db)
     execute(server, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)")
