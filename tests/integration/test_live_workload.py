@@ -1,4 +1,4 @@
-"""Live conformance: a randomized workload written to MariaDB, decoded back value by value.
+"""Live conformance: a randomized workload written to MariaDB and to MySQL, decoded back value by value.
 
 Every row change the workload wrote (``tests.workload``: every column type, extremes, NULLs, zero dates,
 multi-row statements, the no-PK and composite-PK tables, ALTER TABLE ADD/DROP COLUMN in the middle) must come
@@ -8,8 +8,10 @@ has the Python type the documented value conventions promise). The binlog files 
 ``read_binlog_file`` must decode to exactly what the stream delivered, event by event.
 
 Position tests: ``stream.position`` after each completed transaction is the exact boundary the server itself
-reports (``BINLOG_GTID_POS(file, offset)``), and a new stream started from a saved mid-workload position (GTID
-or file/offset) yields exactly the remaining transactions, nothing lost and nothing repeated.
+reports (MariaDB: ``BINLOG_GTID_POS(file, offset)``; MySQL: the file's PREVIOUS_GTIDS and the GTIDs that
+``SHOW BINLOG EVENTS`` lists before the offset, which must be where a transaction starts), and a new stream started
+from a saved mid-workload position (GTID or file/offset) yields exactly the remaining transactions, nothing lost and
+nothing repeated.
 
 Everything runs on the shared session server; each workload writes its own database and every comparison is
 bounded to the binlog range that workload wrote.
@@ -33,6 +35,7 @@ from mybinlog.protocol._events import (
     AnnotateRowsEvent,
     BinlogCheckpointEvent,
     Event,
+    GtidEvent,
     HeartbeatEvent,
     MariadbGtidEvent,
     QueryEvent,
@@ -41,7 +44,7 @@ from mybinlog.protocol._events import (
     TableMapEvent,
     XidEvent,
 )
-from mybinlog.protocol._gtid import MariaDBGtidSet
+from mybinlog.protocol._gtid import GtidSet, MariaDBGtidSet, MySQLGtidSet, parse_gtid_set
 from mybinlog.protocol._position import BinlogPosition
 from mybinlog.source._files import read_binlog_file
 from mybinlog.source._stream import BinlogStream
@@ -58,7 +61,7 @@ DEADLINE = 30.0  # seconds; generous for a loaded 2-core CI machine, never reach
 
 @dataclass(frozen=True)
 class Decoded:
-    """One decoded row change; ``gtid`` is the MariaDB GTID of its transaction."""
+    """One decoded row change; ``gtid`` is the GTID of its transaction (MariaDB's or MySQL's text)."""
 
     gtid: str
     table: str
@@ -77,7 +80,7 @@ class ChangeCollector:
 
     def feed(self, event: Event) -> int:
         """Account for one event; returns how many row changes it added."""
-        if isinstance(event, MariadbGtidEvent):
+        if isinstance(event, MariadbGtidEvent | GtidEvent):
             self._gtid = str(event.gtid)
         if not isinstance(event, RowsEvent) or event.schema != self.db:
             return 0
@@ -116,7 +119,7 @@ _TEXT_BASES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "l
 _BYTES_BASES = frozenset({"varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry", "point"})
 
 
-def convention_problem(value: Any, sql_type: str) -> str | None:
+def convention_problem(value: Any, sql_type: str, flavor: str = "mariadb") -> str | None:
     """Why ``value`` breaks the documented decoder value convention for ``sql_type`` (None when it follows it).
 
     ``normalize`` accepts many representations (it also reads pymysql output); this checks the one form the
@@ -159,14 +162,24 @@ def convention_problem(value: Any, sql_type: str) -> str | None:
     elif base == "set":
         ok = isinstance(value, frozenset) and value <= set(info.args)
     elif base == "json":
-        ok = type(value) is str  # MariaDB: JSON is a LONGTEXT alias, the binlog cannot tell
+        if flavor == "mariadb":
+            ok = type(value) is str  # MariaDB: JSON is a LONGTEXT alias, the binlog cannot tell
+        else:  # MySQL's binary JSON: the document as Python objects
+            ok = type(value) in (dict, list, str, int, float, bool)
+    elif base == "vector":
+        ok = type(value) is list and all(type(x) is float for x in value) and len(value) == info.length
     else:
         return f"no convention known for {sql_type}"
     return None if ok else f"{type(value).__name__} {value!r:.120} breaks the convention for {sql_type}"
 
 
 def _image_problems(
-    where: str, image: str, got: dict[str, Any] | None, want: dict[str, Any] | None, types: dict[str, str]
+    where: str,
+    image: str,
+    got: dict[str, Any] | None,
+    want: dict[str, Any] | None,
+    types: dict[str, str],
+    flavor: str = "mariadb",
 ) -> list[str]:
     if got is None or want is None:
         return [] if got is want else [f"{where}: {image} image {'missing' if got is None else 'unexpected'}"]
@@ -176,7 +189,7 @@ def _image_problems(
     for name, written in want.items():
         value = got[name]
         sql_type = types[name]
-        convention = convention_problem(value, sql_type)
+        convention = convention_problem(value, sql_type, flavor)
         if convention:
             problems.append(f"{where}: {image}.{name}: {convention}")
         elif normalize(value, sql_type) != normalize(written, sql_type):
@@ -198,8 +211,9 @@ def assert_changes_match(decoded: list[Decoded], expected: list[RowChange], resu
         if txn_gtids.setdefault(want.txn, got.gtid) != got.gtid:
             problems.append(f"{where}: in GTID {got.gtid}, but its transaction began in {txn_gtids[want.txn]}")
         types = result.column_types[want.table]
-        problems += _image_problems(where, "before", got.before, want.before, types)
-        problems += _image_problems(where, "after", got.after, want.after, types)
+        flavor = "mysql" if ":" in got.gtid else "mariadb"  # MySQL GTIDs are uuid:gno
+        problems += _image_problems(where, "before", got.before, want.before, types, flavor)
+        problems += _image_problems(where, "after", got.after, want.after, types, flavor)
     if len(set(txn_gtids.values())) != len(txn_gtids):
         problems.append(f"two workload transactions share a GTID: {txn_gtids}")
     assert not problems, f"{len(problems)} mismatches:\n" + "\n".join(problems[:25])
@@ -264,11 +278,53 @@ def write_workload(
     return Written(db, result, gtid_before, start, end)
 
 
+@pytest.fixture(scope="module")
+def module_server(server_kind: str, request: pytest.FixtureRequest) -> MariaDBServer:
+    """The session server of the flavour under test, for module-scoped fixtures (``server`` is per test)."""
+    found: MariaDBServer = request.getfixturevalue(server_kind)
+    return found
+
+
+def _gtid_events(events: Iterable[Event]) -> list[MariadbGtidEvent | GtidEvent]:
+    return [e for e in events if isinstance(e, MariadbGtidEvent | GtidEvent)]
+
+
+def server_gtid_pos(server: MariaDBServer, file: str, offset: int) -> GtidSet | None:
+    """The GTID set the server says ``file:offset`` stands for, or None when no transaction starts there.
+
+    MariaDB: ``BINLOG_GTID_POS``. MySQL has no such function: the file's PREVIOUS_GTIDS plus every GTID that
+    ``SHOW BINLOG EVENTS`` lists before ``offset``, and ``offset`` must be where a GTID event starts (a transaction
+    begins) or where the file ends."""
+    if server.flavor == "mariadb":
+        text = server.query_value("SELECT BINLOG_GTID_POS(%s, %s)", (file, offset))
+        return None if text is None else parse_gtid_set(str(text), "mariadb")
+    rows = server.query(f"SHOW BINLOG EVENTS IN '{file}'")
+    gtids = MySQLGtidSet()
+    at_boundary = offset == 4  # the start of a file: its PREVIOUS_GTIDS tell the set
+    for _log, pos, kind, _sid, end, info in rows:
+        if kind in ("Format_desc", "Previous_gtids"):  # the file's header, before any transaction
+            if kind == "Previous_gtids":
+                gtids = gtids | MySQLGtidSet.parse(str(info).replace("\n", ""))
+            continue
+        if int(pos) >= offset:
+            # a transaction starts there, or the file ends there (ROTATE, STOP)
+            at_boundary = at_boundary or (
+                int(pos) == offset and kind in ("Gtid", "Anonymous_Gtid", "Gtid_tagged", "Rotate", "Stop")
+            )
+            break
+        if kind in ("Gtid", "Gtid_tagged"):
+            text = str(info).split("'")[1]  # SET @@SESSION.GTID_NEXT= 'uuid:gno'
+            gtids = gtids | MySQLGtidSet.parse(text)
+        at_boundary = int(end) == offset  # the end of the file's last event (the active file)
+    return gtids if at_boundary else None
+
+
 @pytest.fixture(scope="module", params=SEEDS, ids=lambda seed: f"seed{seed}")
-def written(request: pytest.FixtureRequest, mariadb: MariaDBServer) -> Iterator[Written]:
+def written(request: pytest.FixtureRequest, module_server: MariaDBServer) -> Iterator[Written]:
     seed: int = request.param
+    server = module_server
     w = write_workload(
-        mariadb,
+        server,
         f"live_wl_{seed}",
         seed,
         n_transactions=N_TRANSACTIONS,
@@ -280,11 +336,11 @@ def written(request: pytest.FixtureRequest, mariadb: MariaDBServer) -> Iterator[
     assert len(w.result.ddl) > 3 + 2, "the workload ran ALTER TABLEs in the middle"
     assert {c.kind for c in w.result.changes} == {"insert", "update", "delete"}
     yield w
-    mariadb.drop_database(w.db)
+    server.drop_database(w.db)
 
 
-async def test_stream_matches_workload(mariadb: MariaDBServer, written: Written) -> None:
-    events = await stream_events(mariadb.repl_dsn, written.end, gtid_set=written.gtid_before)
+async def test_stream_matches_workload(server: MariaDBServer, written: Written) -> None:
+    events = await stream_events(server.repl_dsn, written.end, gtid_set=written.gtid_before)
     decoded = decoded_changes(events, written.db)
     assert_changes_match(decoded, written.result.changes, written.result)
     # every table, kind and DDL phase was exercised
@@ -317,6 +373,8 @@ def _comparable(event: Event) -> tuple[Any, ...]:
         key += (event.schema, event.table_name, event.columns, event.rows_flags, event.rows)
     elif isinstance(event, MariadbGtidEvent):
         key += (str(event.gtid), event.gtid_flags, event.commit_id)
+    elif isinstance(event, GtidEvent):
+        key += (str(event.gtid), event.last_committed, event.sequence_number, event.immediate_commit_timestamp)
     elif isinstance(event, QueryEvent):
         key += (event.schema, event.query, event.error_code)
     elif isinstance(event, XidEvent):
@@ -326,12 +384,12 @@ def _comparable(event: Event) -> tuple[Any, ...]:
     return key
 
 
-async def test_files_match_stream(mariadb: MariaDBServer, written: Written) -> None:
-    streamed = await stream_events(mariadb.repl_dsn, written.end, gtid_set=written.gtid_before)
+async def test_files_match_stream(server: MariaDBServer, written: Written) -> None:
+    streamed = await stream_events(server.repl_dsn, written.end, gtid_set=written.gtid_before)
     # From the workload's first GTID on. Artificial events (fake ROTATE...) and heartbeats exist only online;
     # ANNOTATE_ROWS (the statement text) only in the file: the server sends it to replicas that ask for it in
     # the dump flags (BINLOG_SEND_ANNOTATE_ROWS_EVENT), and BinlogStream does not ask.
-    first = next(i for i, e in enumerate(streamed) if isinstance(e, MariadbGtidEvent))
+    first = next(i for i, e in enumerate(streamed) if isinstance(e, MariadbGtidEvent | GtidEvent))
     online = [
         e
         for e in streamed[first:]
@@ -340,7 +398,7 @@ async def test_files_match_stream(mariadb: MariaDBServer, written: Written) -> N
     begin = (os.path.basename(online[0].file or ""), online[0].offset or 0)
     assert begin >= written.start
     on_disk: list[Event] = []
-    for path in mariadb.binlog_paths():
+    for path in server.binlog_paths():
         if begin[0] <= path.name <= written.end[0]:
             # stop at the end of the workload: later writes may still be arriving in the active file
             in_range = itertools.takewhile(
@@ -359,7 +417,7 @@ async def test_files_match_stream(mariadb: MariaDBServer, written: Written) -> N
 
 
 async def test_blocking_stream_delivers_transactions_committed_after_start(
-    mariadb: MariaDBServer, db: str, db_conn: Any
+    server: MariaDBServer, db: str, db_conn: Any
 ) -> None:
     """Each round of writes starts only after the stream delivered the previous one: the stream must wait at
     the end of the binlog and wake up for every new transaction."""
@@ -369,7 +427,7 @@ async def test_blocking_stream_delivers_transactions_committed_after_start(
     changed = asyncio.Condition()
     result: WorkloadResult | None = None
 
-    async with BinlogStream(mariadb.repl_dsn, blocking=True) as stream:  # default start: the current end
+    async with BinlogStream(server.repl_dsn, blocking=True) as stream:  # default start: the current end
 
         async def reader() -> None:
             async for event in stream:
@@ -411,9 +469,10 @@ class Boundaries:
 
 
 @pytest.fixture(scope="module")
-async def boundaries(mariadb: MariaDBServer) -> Boundaries:
+async def boundaries(module_server: MariaDBServer) -> Boundaries:
+    server = module_server
     w = write_workload(
-        mariadb,
+        server,
         "live_positions",
         55,
         n_transactions=12,
@@ -428,27 +487,27 @@ async def boundaries(mariadb: MariaDBServer) -> Boundaries:
     initial: BinlogPosition | None = None
     async with (
         asyncio.timeout(DEADLINE),
-        BinlogStream(mariadb.repl_dsn, gtid_set=w.gtid_before, blocking=False) as stream,
+        BinlogStream(server.repl_dsn, gtid_set=w.gtid_before, blocking=False) as stream,
     ):
         last = stream.position
         async for event in stream:
             if _past(event, w.end):
                 break
             events.append(event)
-            if initial is None and isinstance(event, MariadbGtidEvent):
+            if initial is None and isinstance(event, MariadbGtidEvent | GtidEvent):
                 initial = stream.position
             if stream.position != last:
                 last = stream.position
-                if isinstance(event, MariadbGtidEvent):
+                if isinstance(event, MariadbGtidEvent | GtidEvent):
                     continue  # a GTID start learns its boundary's offset from the first GTID event
                 (rotations if isinstance(event, RotateEvent) else positions).append((len(events) - 1, last))
     assert initial is not None
     return Boundaries(w, events, positions, rotations, initial)
 
 
-async def test_positions_are_exact_transaction_boundaries(mariadb: MariaDBServer, boundaries: Boundaries) -> None:
+async def test_positions_are_exact_transaction_boundaries(server: MariaDBServer, boundaries: Boundaries) -> None:
     w, events = boundaries.written, boundaries.events
-    gtids = [e for e in events if isinstance(e, MariadbGtidEvent)]
+    gtids = _gtid_events(events)
     # one position per transaction: 12 data transactions + the CREATE TABLEs + the ALTERs
     assert len(boundaries.positions) == len(gtids) == 12 + len(w.result.ddl)
     for index, position in boundaries.positions:
@@ -458,9 +517,9 @@ async def test_positions_are_exact_transaction_boundaries(mariadb: MariaDBServer
             assert event.query.upper().startswith(("CREATE TABLE", "ALTER TABLE")), event.query
         assert (position.file, position.offset) == (event.file, event.log_pos)
         assert position.timestamp == event.timestamp
-        server_pos = mariadb.query_value("SELECT BINLOG_GTID_POS(%s, %s)", (position.file, position.offset))
+        server_pos = server_gtid_pos(server, position.file, position.offset)
         assert server_pos is not None, f"the server says {position} is not a transaction boundary"
-        assert position.gtid_set == MariaDBGtidSet.parse(server_pos), position
+        assert position.gtid_set == server_pos, position
     # ... and the next transaction (or the ROTATE that ends the file) starts exactly there
     for index, position in boundaries.positions[:-1]:
         following = events[index + 1]
@@ -468,11 +527,11 @@ async def test_positions_are_exact_transaction_boundaries(mariadb: MariaDBServer
         if isinstance(following, RotateEvent):
             assert not following.flags & LOG_EVENT_ARTIFICIAL_F
         else:  # MariaDB writes BINLOG_CHECKPOINT events between transactions, too
-            assert isinstance(following, MariadbGtidEvent | BinlogCheckpointEvent)
+            assert isinstance(following, MariadbGtidEvent | GtidEvent | BinlogCheckpointEvent)
             assert following.file == position.file
 
 
-async def test_positions_follow_rotation(mariadb: MariaDBServer, boundaries: Boundaries) -> None:
+async def test_positions_follow_rotation(server: MariaDBServer, boundaries: Boundaries) -> None:
     events = boundaries.events
     real = [(i, p) for i, p in boundaries.rotations if not events[i].flags & LOG_EVENT_ARTIFICIAL_F]
     assert len(real) == 1, "the workload rotated once (FLUSH BINARY LOGS)"
@@ -483,20 +542,19 @@ async def test_positions_follow_rotation(mariadb: MariaDBServer, boundaries: Bou
     index, position = real[0]
     previous = [p for i, p in boundaries.positions if i < index][-1]
     assert position.gtid_set == previous.gtid_set  # a rotation completes no transaction
-    server_pos = mariadb.query_value("SELECT BINLOG_GTID_POS(%s, %s)", (position.file, position.offset))
-    assert position.gtid_set == MariaDBGtidSet.parse(server_pos)
+    assert position.gtid_set == server_gtid_pos(server, position.file, position.offset)
     assert any(p.file == position.file for _, p in boundaries.positions if _ > index)
 
 
 async def test_position_before_the_first_transaction_is_a_boundary(
-    mariadb: MariaDBServer, boundaries: Boundaries
+    server: MariaDBServer, boundaries: Boundaries
 ) -> None:
     initial = boundaries.initial
-    first_gtid = next(e for e in boundaries.events if isinstance(e, MariadbGtidEvent))
-    assert str(initial.gtid_set) == boundaries.written.gtid_before
-    server_pos = mariadb.query_value("SELECT BINLOG_GTID_POS(%s, %s)", (initial.file, initial.offset))
+    first_gtid = _gtid_events(boundaries.events)[0]
+    assert initial.gtid_set == parse_gtid_set(boundaries.written.gtid_before, server.flavor)
+    server_pos = server_gtid_pos(server, initial.file, initial.offset)
     assert server_pos is not None
-    assert MariaDBGtidSet.parse(server_pos) == initial.gtid_set
+    assert server_pos == initial.gtid_set
     assert (initial.file, initial.offset) == (first_gtid.file, first_gtid.offset)
 
 
@@ -514,7 +572,7 @@ async def test_stream_rotate_event_is_in_the_file_it_ends(boundaries: Boundaries
 @pytest.mark.parametrize("mode", ["gtid", "file"])
 @pytest.mark.parametrize("k", [3, 6, 9])  # 6: the last transaction before the rotation
 async def test_restart_from_saved_position_yields_the_rest(
-    mariadb: MariaDBServer, boundaries: Boundaries, mode: str, k: int
+    server: MariaDBServer, boundaries: Boundaries, mode: str, k: int
 ) -> None:
     w, events = boundaries.written, boundaries.events
     data_commits = [(i, p) for i, p in boundaries.positions if isinstance(events[i], XidEvent)]
@@ -529,12 +587,20 @@ async def test_restart_from_saved_position_yields_the_rest(
     start: dict[str, Any] = (
         {"gtid_set": saved.gtid_set} if mode == "gtid" else {"binlog_file": saved.file, "position": saved.offset}
     )
-    resumed = await stream_events(mariadb.repl_dsn, w.end, **start)
+    resumed = await stream_events(server.repl_dsn, w.end, **start)
     got = decoded_changes(resumed, w.db)
     assert got == rest  # exactly the remaining transactions: none lost, none repeated
     assert_changes_match(got, [c for c in w.result.changes if c.txn >= k], w.result)
-    first_gtid = next(e for e in resumed if isinstance(e, MariadbGtidEvent))
+    first_gtid = _gtid_events(resumed)[0]
     assert saved.gtid_set is not None
-    last_done = saved.gtid_set.get(first_gtid.gtid.domain_id)
-    assert last_done is not None
-    assert first_gtid.gtid.seq_no == last_done.seq_no + 1
+    if isinstance(first_gtid, MariadbGtidEvent):
+        assert isinstance(saved.gtid_set, MariaDBGtidSet)
+        last_done = saved.gtid_set.get(first_gtid.gtid.domain_id)
+        assert last_done is not None
+        assert first_gtid.gtid.seq_no == last_done.seq_no + 1
+    else:  # MySQL: the next transaction number of the server's UUID
+        assert isinstance(saved.gtid_set, MySQLGtidSet)
+        assert first_gtid.gtid is not None
+        sid, tag = first_gtid.gtid.sid, first_gtid.gtid.tag
+        assert first_gtid.gtid.gno == saved.gtid_set.intervals(sid, tag)[-1][1] + 1
+        assert first_gtid.gtid not in saved.gtid_set
