@@ -1,4 +1,4 @@
-"""``mybinlog verify`` against a real MariaDB and a real ClickHouse (18.16 over HTTP, and chdb).
+"""``mybinlog verify`` against a real MariaDB or MySQL and a real ClickHouse (18.16 over HTTP, and chdb).
 
 The replica is loaded directly (``create_table_sql`` + ``make_row_encoder`` + ``insert_tsv``) from a pymysql
 ``SELECT`` of the workload tables, so these tests check verify, not the replicator: first that a faithful copy is
@@ -37,7 +37,12 @@ def _select(conn: Any, db: str, table: str) -> tuple[str, list[tuple[Any, ...]]]
     with conn.cursor() as cur:
         cur.execute(f"SHOW CREATE TABLE `{db}`.`{table}`")
         ddl = cur.fetchone()[1]
-        cur.execute(f"SELECT * FROM `{db}`.`{table}`")
+        # pymysql decodes a MySQL VECTOR field as text (and fails): its bytes instead
+        columns = ", ".join(
+            f"CAST(`{c.name}` AS BINARY) AS `{c.name}`" if c.type_name == "vector" else f"`{c.name}`"
+            for c in parse_create_table(ddl, db).columns
+        )
+        cur.execute(f"SELECT {columns} FROM `{db}`.`{table}`")
         return ddl, list(cur.fetchall())
 
 
@@ -73,24 +78,24 @@ async def _insert(
     await target.insert_tsv(quote_table(target.database, table), names, data)
 
 
-async def _replica_of_workload(mariadb: MariaDBServer, db_conn: Any, db: str, target: Target) -> None:
+async def _replica_of_workload(server: MariaDBServer, db_conn: Any, db: str, target: Target) -> None:
     Workload(seed=5).run(db_conn, db, n_transactions=8, statements_per_txn=4, ddl_every=0)
     for table in ("all_types", "composite_pk", "no_pk"):
         await _copy_table(db_conn, db, table, target)
 
 
-async def _verify(mariadb: MariaDBServer, db: str, target: Target, **kw: Any) -> VerifyReport:
+async def _verify(server: MariaDBServer, db: str, target: Target, **kw: Any) -> VerifyReport:
     assert target.database is not None
-    return await verify(mariadb.admin_dsn, target, databases=[db], target_database=target.database, **kw)
+    return await verify(server.admin_dsn, target, databases=[db], target_database=target.database, **kw)
 
 
 def _by_table(report: VerifyReport) -> dict[str, Any]:
     return {(t.source_table or t.replica_table).split(".", 1)[1]: t for t in report.tables}
 
 
-async def test_faithful_replica_is_equal(mariadb: MariaDBServer, db_conn: Any, db: str, target: Target) -> None:
-    await _replica_of_workload(mariadb, db_conn, db, target)
-    report = await _verify(mariadb, db, target)
+async def test_faithful_replica_is_equal(server: MariaDBServer, db_conn: Any, db: str, target: Target) -> None:
+    await _replica_of_workload(server, db_conn, db, target)
+    report = await _verify(server, db, target)
     assert report.equal, report.render_text()
     tables = _by_table(report)
     assert set(tables) == {"all_types", "composite_pk", "no_pk"}
@@ -103,11 +108,11 @@ async def test_faithful_replica_is_equal(mariadb: MariaDBServer, db_conn: Any, d
     assert tables["composite_pk"].key == ("tenant", "k", "seq")
     assert tables["no_pk"].key == ()
     assert report.exit_code == 0
-    assert mariadb.admin_password not in report.render_text() + report.to_json()
+    assert server.admin_password not in report.render_text() + report.to_json()
 
 
-async def test_each_kind_of_damage_is_reported(mariadb: MariaDBServer, db_conn: Any, db: str, target: Target) -> None:
-    await _replica_of_workload(mariadb, db_conn, db, target)
+async def test_each_kind_of_damage_is_reported(server: MariaDBServer, db_conn: Any, db: str, target: Target) -> None:
+    await _replica_of_workload(server, db_conn, db, target)
     assert target.database is not None
     ddl, rows = _select(db_conn, db, "composite_pk")
     columns = parse_create_table(ddl, db).columns
@@ -131,7 +136,7 @@ async def test_each_kind_of_damage_is_reported(mariadb: MariaDBServer, db_conn: 
         f"CREATE TABLE {quote_table(target.database, 'stray')} (x UInt8) ENGINE = MergeTree ORDER BY x"
     )
 
-    report = await _verify(mariadb, db, target)
+    report = await _verify(server, db, target)
     tables = _by_table(report)
     assert tables["all_types"].status == "missing"
     assert tables["all_types"].source_rows > 0
@@ -159,9 +164,9 @@ async def test_each_kind_of_damage_is_reported(mariadb: MariaDBServer, db_conn: 
 
 
 async def test_a_change_in_any_column_type_is_found(
-    mariadb: MariaDBServer, db_conn: Any, db: str, target: Target
+    server: MariaDBServer, db_conn: Any, db: str, target: Target
 ) -> None:
-    await _replica_of_workload(mariadb, db_conn, db, target)
+    await _replica_of_workload(server, db_conn, db, target)
     ddl, rows = _select(db_conn, db, "all_types")
     columns = parse_create_table(ddl, db).columns
     caps = target.capabilities
@@ -181,7 +186,7 @@ async def test_a_change_in_any_column_type_is_found(
         expected.setdefault(str(rows[i][0]), set()).add(col.name)
     assert sum(len(names) for names in expected.values()) >= 50  # nearly every typed column
     await _insert(target, "all_types", columns, list(changed.values()), version=2)
-    report = await _verify(mariadb, db, target, max_differences=len(rows))
+    report = await _verify(server, db, target, max_differences=len(rows))
     result = _by_table(report)["all_types"]
     assert result.status == "different"
     assert result.complete
@@ -191,7 +196,7 @@ async def test_a_change_in_any_column_type_is_found(
 
 
 async def test_duplicates_after_final_and_schema_drift(
-    mariadb: MariaDBServer, db_conn: Any, db: str, target: Target
+    server: MariaDBServer, db_conn: Any, db: str, target: Target
 ) -> None:
     with db_conn.cursor() as cur:
         cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10), gone INT)")
@@ -205,7 +210,7 @@ async def test_duplicates_after_final_and_schema_drift(
     )
     tsv = b"1\ta\t1\t1\n2\tb\t1\t1\n3\t\\N\t1\t1\n2\tb\t1\t2\n"
     await target.insert_tsv(quote_table(target.database, "t"), ["id", "v", "_sign", "_version"], tsv)
-    report = await _verify(mariadb, db, target)
+    report = await _verify(server, db, target)
     (t,) = report.tables
     assert t.status == "different"
     assert t.schema == ["column `gone` is missing in the replica"]
@@ -213,12 +218,15 @@ async def test_duplicates_after_final_and_schema_drift(
     assert t.differences == [RowDifference("duplicate", (("id", "2"),), count=2)]
 
 
-async def test_collapsing_engine_and_slices(mariadb: MariaDBServer, db_conn: Any, db: str, target: Target) -> None:
+async def test_collapsing_engine_and_slices(server: MariaDBServer, db_conn: Any, db: str, target: Target) -> None:
     with db_conn.cursor() as cur:
         cur.execute("CREATE TABLE big (id BIGINT UNSIGNED PRIMARY KEY, d DOUBLE, s VARCHAR(30), ts DATETIME(3))")
-        cur.execute(
-            "INSERT INTO big SELECT seq, seq / 7, CONCAT('row ', seq), '2024-01-02 03:04:05.678' + INTERVAL seq SECOND"
-            " FROM seq_1_to_3000"
+        # both stop a recursive CTE at 1000 rows by default
+        limit = "max_recursive_iterations" if server.flavor == "mariadb" else "cte_max_recursion_depth"
+        cur.execute(f"SET SESSION {limit} = 3000")
+        cur.execute(  # 1..3000 (MariaDB's seq_1_to_3000 table is its own engine: a recursive CTE runs on both)
+            "INSERT INTO big WITH RECURSIVE s (seq) AS (SELECT 1 UNION ALL SELECT seq + 1 FROM s WHERE seq < 3000) "
+            "SELECT seq, seq / 7, CONCAT('row ', seq), '2024-01-02 03:04:05.678' + INTERVAL seq SECOND FROM s"
         )
     await _copy_table(db_conn, db, "big", target, engine="collapsing")
     _, rows = _select(db_conn, db, "big")
@@ -226,19 +234,19 @@ async def test_collapsing_engine_and_slices(mariadb: MariaDBServer, db_conn: Any
     row_7 = next(r for r in rows if r[0] == 7)
     # cancel row 7 (collapsing: a -1 row with the same values)
     await _insert(target, "big", definition.columns, [row_7], engine="collapsing", deleted=True)
-    report = await _verify(mariadb, db, target, page_rows=700, max_differences=5)
+    report = await _verify(server, db, target, page_rows=700, max_differences=5)
     (big,) = report.tables
     assert big.status == "different"
     assert (big.source_rows, big.replica_rows) == (3000, 2999)
     assert big.differences == [RowDifference("missing", (("id", "7"),))]
     # put it back: equal again (engine detected from the table: CollapsingMergeTree)
     await _insert(target, "big", definition.columns, [row_7], engine="collapsing", version=2)
-    report = await _verify(mariadb, db, target, page_rows=700)
+    report = await _verify(server, db, target, page_rows=700)
     assert report.equal, report.render_text()
 
 
 async def test_cli_json_output_and_exit_codes(
-    mariadb: MariaDBServer,
+    server: MariaDBServer,
     db_conn: Any,
     db: str,
     clickhouse_server: ClickHouseServer,
@@ -253,7 +261,7 @@ async def test_cli_json_output_and_exit_codes(
     parser = argparse.ArgumentParser()
     add_verify_arguments(parser)
     url = clickhouse_server.url()
-    argv = ["--source", mariadb.admin_dsn, "-d", db, "--target", url, "--target-database", ch_http.database]
+    argv = ["--source", server.admin_dsn, "-d", db, "--target", url, "--target-database", ch_http.database]
     assert await run_verify(parser.parse_args([*argv, "--format", "json"])) == 0
     out, _ = capsys.readouterr()
     data = json.loads(out)
@@ -266,9 +274,9 @@ async def test_cli_json_output_and_exit_codes(
     out, _ = capsys.readouterr()
     assert "v: source NULL, replica '3.25'" in out
     assert CH_PASSWORD not in out
-    assert mariadb.admin_password not in out
+    assert server.admin_password not in out
     bad_url = url.replace(CH_PASSWORD, "wrongpw7")
-    assert await run_verify(parser.parse_args(["--source", mariadb.admin_dsn, "-d", db, "--target", bad_url])) == 2
+    assert await run_verify(parser.parse_args(["--source", server.admin_dsn, "-d", db, "--target", bad_url])) == 2
     out, err = capsys.readouterr()
     assert "authentication failed" in err
     assert "wrongpw7" not in out + err
