@@ -195,7 +195,7 @@ def _snapshot_options(**kwargs: Any) -> Any:
 
 
 async def test_snapshot_with_concurrent_writer_then_stream_is_equal(
-    spark: Any, mariadb: MariaDBServer, db: str, db_conn: Any, clickhouse_server: Any
+    spark: Any, server: MariaDBServer, db: str, db_conn: Any, clickhouse_server: Any
 ) -> None:
     """Integer keys (dense: even ranges; sparse and skewed: sampled), every column type, a composite key and a
     table without key, on a ClickHouse server written by the executors; then a backfill of a key range while
@@ -210,14 +210,14 @@ async def test_snapshot_with_concurrent_writer_then_stream_is_equal(
     sparse = sorted({*range(1, 300), *(rng.randrange(10**6, 10**12) for _ in range(1000))})
     _populate_extra(db_conn, "sparse", sparse, "BIGINT UNSIGNED")
     url = clickhouse_server.url()
-    writer = Writer(mariadb, db, workload, {"dense": 2500, "sparse": 10**6}, seed=5)
+    writer = Writer(server, db, workload, {"dense": 2500, "sparse": 10**6}, seed=5)
     writer.start()
     try:
         writer.wait_for(20)
         before = writer.transactions
         progress: list[Any] = []
         result = await run_snapshot(
-            _snapshot_options(source=mariadb.repl_dsn, target=url, database=db, chunk_rows=250),
+            _snapshot_options(source=server.repl_dsn, target=url, database=db, chunk_rows=250),
             spark=spark,
             on_progress=progress.append,
         )
@@ -248,7 +248,7 @@ async def test_snapshot_with_concurrent_writer_then_stream_is_equal(
 
         # stream while the writer goes on; meanwhile lose some rows in the replica and backfill their key range
         target = await open_target(url)
-        replicator = Replicator(mariadb.repl_dsn, target, database=db)
+        replicator = Replicator(server.repl_dsn, target, database=db)
         streaming = asyncio.create_task(replicator.run())
         try:
             writer.wait_for(writer.transactions + 30)
@@ -256,7 +256,7 @@ async def test_snapshot_with_concurrent_writer_then_stream_is_equal(
             await _wait_mutations(url, db)
             backfill = await run_snapshot(
                 _snapshot_options(
-                    source=mariadb.repl_dsn, target=url, database=db, tables=("dense",), key_range=("500", "1499")
+                    source=server.repl_dsn, target=url, database=db, tables=("dense",), key_range=("500", "1499")
                 ),
                 spark=spark,
             )
@@ -270,11 +270,11 @@ async def test_snapshot_with_concurrent_writer_then_stream_is_equal(
             await target.aclose()
     finally:
         writer.finish()
-    await _catch_up(mariadb.repl_dsn, url, db)
-    report = await _verify(mariadb.repl_dsn, url, db)
+    await _catch_up(server.repl_dsn, url, db)
+    report = await _verify(server.repl_dsn, url, db)
     assert report.equal, report.render_text()
     for table in ("dense", "sparse"):
-        await _independent_check(mariadb, db, url, table)
+        await _independent_check(server, db, url, table)
     clickhouse_server.execute(f"DROP DATABASE IF EXISTS `{db}`")
 
 
@@ -288,7 +288,7 @@ async def _wait_mutations(url: str, db: str) -> None:
 
 
 async def test_snapshot_string_and_composite_keys_into_chdb(
-    spark: Any, mariadb: MariaDBServer, db: str, db_conn: Any, chdb_dir: Path
+    spark: Any, server: MariaDBServer, db: str, db_conn: Any, chdb_dir: Path
 ) -> None:
     """String keys (utf8mb4 with accents and emoji, latin1, binary with NUL and 0xFF bytes) and a composite key
     (integer, string, date) into embedded ClickHouse: executors spool batches, the driver loads them."""
@@ -327,7 +327,7 @@ async def test_snapshot_string_and_composite_keys_into_chdb(
     errors: list[BaseException] = []
 
     def string_writer() -> None:
-        conn = mariadb.connect(database=db)
+        conn = server.connect(database=db)
         try:
             while not stop.is_set():
                 conn.begin()
@@ -361,12 +361,12 @@ async def test_snapshot_string_and_composite_keys_into_chdb(
 
     thread = threading.Thread(target=string_writer, daemon=True)
     thread.start()
-    workload_writer = Writer(mariadb, db, workload, {}, seed=9)
+    workload_writer = Writer(server, db, workload, {}, seed=9)
     workload_writer.start()
     try:
         workload_writer.wait_for(5)
         result = await run_snapshot(
-            _snapshot_options(source=mariadb.repl_dsn, target=f"chdb://{chdb_dir}", database=db, chunk_rows=300),
+            _snapshot_options(source=server.repl_dsn, target=f"chdb://{chdb_dir}", database=db, chunk_rows=300),
             spark=spark,
         )
         assert result.kind == "initial"
@@ -378,8 +378,8 @@ async def test_snapshot_string_and_composite_keys_into_chdb(
         workload_writer.finish()
     assert not errors, errors
     url = str(chdb_dir)
-    await _catch_up(mariadb.repl_dsn, url, db)
-    report = await _verify(mariadb.repl_dsn, url, db)
+    await _catch_up(server.repl_dsn, url, db)
+    report = await _verify(server.repl_dsn, url, db)
     assert report.equal, report.render_text()
     target = await open_target_(url)
     try:
@@ -398,7 +398,7 @@ def _env() -> dict[str, str]:
 
 
 async def test_spark_submit_killed_then_resumed_is_equal(
-    spark: Any, mariadb: MariaDBServer, db: str, db_conn: Any, clickhouse_server: Any, tmp_path: Path
+    spark: Any, server: MariaDBServer, db: str, db_conn: Any, clickhouse_server: Any, tmp_path: Path
 ) -> None:
     """``spark-submit mybinlog/snapshot/job.py`` copies a table while a writer runs; SIGKILL half-way (two
     attempts have inserted part of their chunk); ``--resume`` copies the unfinished chunks only; the stream
@@ -413,7 +413,7 @@ async def test_spark_submit_killed_then_resumed_is_equal(
     hold = tmp_path / "hold"
     hold.touch()
     snapshot_id = f"{db}-killed"
-    writer = Writer(mariadb, db, None, {"big": 6500}, seed=1)
+    writer = Writer(server, db, None, {"big": 6500}, seed=1)
     writer.start()
     proc = None
     try:
@@ -426,7 +426,7 @@ async def test_spark_submit_killed_then_resumed_is_equal(
             "spark.ui.enabled=false",
             str(REPO / "mybinlog" / "snapshot" / "job.py"),
             "--source",
-            mariadb.repl_dsn,
+            server.repl_dsn,
             "--target",
             url,
             "--database",
@@ -475,7 +475,7 @@ async def test_spark_submit_killed_then_resumed_is_equal(
         )
         assert int(done_before[0][0] or 0) == 4
         result = await run_snapshot(
-            _snapshot_options(source=mariadb.repl_dsn, target=url, database=db, resume="latest"), spark=spark
+            _snapshot_options(source=server.repl_dsn, target=url, database=db, resume="latest"), spark=spark
         )
         assert result.snapshot_id == snapshot_id
         assert result.chunks_skipped == 4
@@ -487,10 +487,10 @@ async def test_spark_submit_killed_then_resumed_is_equal(
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=60)
         writer.finish()
-    await _catch_up(mariadb.repl_dsn, url, db)
-    report = await _verify(mariadb.repl_dsn, url, db)
+    await _catch_up(server.repl_dsn, url, db)
+    report = await _verify(server.repl_dsn, url, db)
     assert report.equal, report.render_text()
-    await _independent_check(mariadb, db, url, "big")
+    await _independent_check(server, db, url, "big")
     clickhouse_server.execute(f"DROP DATABASE IF EXISTS `{db}`")
 
 
@@ -502,7 +502,7 @@ async def _meta_exists(url: str) -> bool:
 
 
 async def test_ddl_during_snapshot_fails_clearly(
-    spark: Any, mariadb: MariaDBServer, db: str, db_conn: Any, clickhouse_server: Any, tmp_path: Path
+    spark: Any, server: MariaDBServer, db: str, db_conn: Any, clickhouse_server: Any, tmp_path: Path
 ) -> None:
     from mybinlog.replication import load_checkpoint, open_target
     from mybinlog.snapshot import SnapshotError, run_snapshot
@@ -514,7 +514,7 @@ async def test_ddl_during_snapshot_fails_clearly(
     job = asyncio.create_task(
         run_snapshot(
             _snapshot_options(
-                source=mariadb.repl_dsn,
+                source=server.repl_dsn,
                 target=url,
                 database=db,
                 chunk_rows=500,
@@ -541,7 +541,7 @@ async def test_ddl_during_snapshot_fails_clearly(
         assert not job.done()
 
         def alter() -> None:  # waits for the metadata lock of the chunks' open read transactions
-            conn = mariadb.connect(database=db)
+            conn = server.connect(database=db)
             try:
                 with conn.cursor() as cur:
                     cur.execute("ALTER TABLE t ADD COLUMN extra INT")
@@ -551,7 +551,7 @@ async def test_ddl_during_snapshot_fails_clearly(
         ddl = asyncio.ensure_future(asyncio.to_thread(alter))
         for _ in range(6000):
             waiting = _mysql_rows(
-                mariadb, db, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'ALTER TABLE t %'"
+                server, db, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'ALTER TABLE t %'"
             )
             if waiting[0][0] or ddl.done():
                 break

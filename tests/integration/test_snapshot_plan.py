@@ -77,7 +77,7 @@ async def _check_partition(
     return plan
 
 
-async def test_string_keys_in_collations(mariadb: MariaDBServer, db: str, db_conn: Any) -> None:
+async def test_string_keys_in_collations(server: MariaDBServer, db: str, db_conn: Any) -> None:
     rng = random.Random(1)
     words = ["Äpfel", "apfel", "ÄPFEL ", "a", "ß", "ss", "日本", "😀", "naïve", "a\tb", "'", "\\", "%", "_", ""]
     with db_conn.cursor() as cur:
@@ -93,11 +93,11 @@ async def test_string_keys_in_collations(mariadb: MariaDBServer, db: str, db_con
         )
         cur.executemany("INSERT IGNORE INTO u8 VALUES (%s, 1)", [f"ü{i}" for i in range(300)])
     for table in ("ci", "l1", "b", "u8"):
-        plan = await _check_partition(mariadb, db, table, 37, method="sampled")
+        plan = await _check_partition(server, db, table, 37, method="sampled")
         assert len(plan.chunks) >= 3
 
 
-async def test_composite_and_skewed_and_dense_keys(mariadb: MariaDBServer, db: str, db_conn: Any) -> None:
+async def test_composite_and_skewed_and_dense_keys(server: MariaDBServer, db: str, db_conn: Any) -> None:
     rng = random.Random(2)
     with db_conn.cursor() as cur:
         cur.execute(
@@ -122,23 +122,23 @@ async def test_composite_and_skewed_and_dense_keys(mariadb: MariaDBServer, db: s
         cur.execute("CREATE TABLE dense (id INT UNSIGNED PRIMARY KEY, v INT)")
         cur.execute("INSERT INTO dense VALUES " + ",".join(f"({i}, 1)" for i in range(1, 1001) if i % 3))
         cur.execute("CREATE TABLE t (id INT PRIMARY KEY, d DATE, v INT)")
-    await _check_partition(mariadb, db, "comp", 50, method="sampled")
-    await _check_partition(mariadb, db, "skew", 50, method="sampled")
-    plan = await _check_partition(mariadb, db, "dense", 50, method="even")
+    await _check_partition(server, db, "comp", 50, method="sampled")
+    await _check_partition(server, db, "skew", 50, method="sampled")
+    plan = await _check_partition(server, db, "dense", 50, method="even")
     assert len(plan.chunks) >= 10
     assert plan.chunks[0].lower is None
     assert plan.chunks[-1].upper is None
     # a key range narrows planning and reading
     plan = await _check_partition(
-        mariadb, db, "dense", 50, method="even", where="id BETWEEN 200 AND 400", key_range=("200", "400")
+        server, db, "dense", 50, method="even", where="id BETWEEN 200 AND 400", key_range=("200", "400")
     )
     assert len(plan.chunks) <= 6
     # an empty table: one unbounded chunk
-    plan = await _check_partition(mariadb, db, "t", 50, method="even")
+    plan = await _check_partition(server, db, "t", 50, method="even")
     assert len(plan.chunks) == 1
 
 
-async def test_tables_without_usable_key(mariadb: MariaDBServer, db: str, db_conn: Any) -> None:
+async def test_tables_without_usable_key(server: MariaDBServer, db: str, db_conn: Any) -> None:
     with db_conn.cursor() as cur:
         cur.execute("CREATE TABLE nokey (a INT, b INT)")
         cur.execute("INSERT INTO nokey VALUES " + ",".join(f"({i % 10}, {i % 3})" for i in range(300)))
@@ -146,10 +146,10 @@ async def test_tables_without_usable_key(mariadb: MariaDBServer, db: str, db_con
         cur.execute("INSERT INTO uk VALUES " + ",".join(f"({i if i % 5 else 'NULL'}, {i})" for i in range(300)))
         cur.execute("CREATE TABLE en (e ENUM('z', 'a', 'm') PRIMARY KEY, v INT)")
         cur.execute("INSERT INTO en VALUES ('z', 1), ('a', 2), ('m', 3)")
-    plan = await _check_partition(mariadb, db, "nokey", 20, method="single")
+    plan = await _check_partition(server, db, "nokey", 20, method="single")
     assert (plan.key_source, len(plan.chunks)) == ("none", 1)
-    plan = await _check_partition(mariadb, db, "uk", 20, method="even")  # the NOT NULL unique key `b`
+    plan = await _check_partition(server, db, "uk", 20, method="even")  # the NOT NULL unique key `b`
     assert (plan.key, plan.key_source) == (["b"], "unique")
     assert len(plan.chunks) >= 10
-    plan = await _check_partition(mariadb, db, "en", 1, method="single")  # ENUM sorts by index, compares as text
+    plan = await _check_partition(server, db, "en", 1, method="single")  # ENUM sorts by index, compares as text
     assert len(plan.chunks) == 1
