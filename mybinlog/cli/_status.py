@@ -16,16 +16,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import logging
 import sys
 import time
-from collections.abc import Sequence
-from typing import Any, TextIO
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import ConfigurationError, MybinlogError
 from ..source._dsn import DSN
 from ..status import STATUS_COLUMNS, read_status
 from ._common import add_source_arguments, source_dsn
+
+if TYPE_CHECKING:
+    from ..source._connection import BinlogConnection
 
 __all__ = ["register", "run", "server_facts"]
 
@@ -146,10 +151,7 @@ async def server_facts(dsn: DSN) -> dict[str, Any]:
         except MybinlogError as exc:
             facts["binlog_files"] = f"unavailable: {exc}"
         try:
-            rows = await conn.query(
-                "SELECT ID, USER, HOST, COMMAND, TIME, STATE FROM information_schema.PROCESSLIST "
-                "WHERE COMMAND LIKE 'Binlog Dump%' ORDER BY ID"
-            )
+            rows = await _binlog_dumps(conn, info.flavor)
             facts["binlog_dumps"] = [
                 {
                     "id": r[0],
@@ -166,6 +168,42 @@ async def server_facts(dsn: DSN) -> dict[str, Any]:
         return facts
     finally:
         await conn.close()
+
+
+_DUMPS = "SELECT ID, USER, HOST, COMMAND, TIME, STATE FROM {} WHERE COMMAND LIKE 'Binlog Dump%' ORDER BY ID"
+
+
+async def _binlog_dumps(conn: BinlogConnection, flavor: str) -> list[tuple[Any, ...]]:
+    """The server's binlog dump connections (those the user may see: all of them with the PROCESS privilege).
+
+    MySQL 8.0.22+ deprecates ``information_schema.PROCESSLIST`` (and ``SHOW PROCESSLIST``, built on it) with a
+    warning the driver logs as the user's problem: read ``performance_schema.processlist`` there, and only when the
+    Performance Schema is off (its tables are then empty) the old table, without passing that warning on.
+    """
+    if flavor == "mysql":
+        enabled = await conn.query("SELECT @@global.performance_schema")
+        if enabled and enabled[0][0] is not None and int(enabled[0][0]):
+            return await conn.query(_DUMPS.format("performance_schema.processlist"))
+        with _without_processlist_deprecation():
+            return await conn.query(_DUMPS.format("information_schema.PROCESSLIST"))
+    return await conn.query(_DUMPS.format("information_schema.PROCESSLIST"))
+
+
+class _ProcesslistDeprecation(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "INFORMATION_SCHEMA.PROCESSLIST' is deprecated" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _without_processlist_deprecation() -> Iterator[None]:
+    """Drop MySQL's deprecation warning of ``information_schema.PROCESSLIST`` that asyncmy logs, meanwhile."""
+    driver = logging.getLogger("asyncmy")
+    quiet = _ProcesslistDeprecation()
+    driver.addFilter(quiet)
+    try:
+        yield
+    finally:
+        driver.removeFilter(quiet)
 
 
 def _text(value: object) -> str:

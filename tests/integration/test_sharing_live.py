@@ -7,9 +7,11 @@ import argparse
 import asyncio
 import io
 import json
+import logging
 import random
 import struct
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -466,7 +468,9 @@ def _run_status_cli(*argv: str) -> tuple[int, str]:
     return args.func(args, out), out.getvalue()
 
 
-async def test_status_dsn_shows_the_server_side_without_the_password(server: MariaDBServer, db: str) -> None:
+async def test_status_dsn_shows_the_server_side_without_the_password(
+    server: MariaDBServer, db: str, caplog: pytest.LogCaptureFixture
+) -> None:
     start = _setup(server, db)
     client = _client(server)
     one = await client.create_binlog(name="one", executed_gtid_set=start, databases=[db])
@@ -482,6 +486,29 @@ async def test_status_dsn_shows_the_server_side_without_the_password(server: Mar
     assert facts["binlog_name"] == server.master_status()[0]
     assert facts["server"] == f"repl@127.0.0.1:{server.port}"
     assert any(d["command"].startswith("Binlog Dump") for d in facts["binlog_dumps"])
+    # MySQL deprecates information_schema.PROCESSLIST with a warning: not the user's problem (the session MySQL
+    # runs without the Performance Schema, so the dumps come from that table there)
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncmy" and r.levelno >= logging.WARNING] == []
+    await client.aclose()
+
+
+async def test_status_dsn_on_mysql_reads_the_dumps_from_the_performance_schema(
+    mysql_factory: Callable[..., MariaDBServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    """With the Performance Schema on (MySQL's default), ``status --dsn`` lists the binlog dumps from
+    performance_schema.processlist, without the deprecation warning of information_schema.PROCESSLIST."""
+    source = mysql_factory(performance_schema="ON")
+    assert source.query_value("SELECT @@global.performance_schema") == 1
+    source.execute("CREATE DATABASE pfs")
+    _setup(source, "pfs")
+    client = _client(source)
+    one = await client.create_binlog(name="one", executed_gtid_set=source.gtid_binlog_pos(), databases=["pfs"])
+    assert one.dispatcher is not None
+    rc, as_json = await asyncio.to_thread(_run_status_cli, "--dsn", source.repl_dsn, "--format", "json")
+    assert rc == 0
+    dumps = json.loads(as_json)["binlog_dumps"]
+    assert [(d["user"], d["command"][: len("Binlog Dump")]) for d in dumps] == [(source.repl_user, "Binlog Dump")]
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncmy" and r.levelno >= logging.WARNING] == []
     await client.aclose()
 
 
