@@ -1,7 +1,8 @@
 """Passwords off the command line: ``replicate``, ``verify`` and ``status`` as real child processes taking the
-MariaDB and ClickHouse passwords from files and the environment (``dump``: tests/integration/test_dump_cli.py).
+source's and ClickHouse's passwords from files and the environment (``dump``: tests/integration/test_dump_cli.py).
 
-The source is the session MariaDB (``mariadb``), the target the private ClickHouse 18.16 server
+The source is the session server of each flavour (``server``: MariaDB, then MySQL, whose replication user
+authenticates with caching_sha2_password), the target the private ClickHouse 18.16 server
 (``clickhouse_server``), whose ``default`` user has a password. No password is ever on a child's command line;
 the tests check that it is not in ``/proc/<pid>/cmdline`` of a running replicator, and not in any output.
 """
@@ -61,15 +62,15 @@ def _secret_file(tmp_path: Path, name: str, password: str) -> str:
     return str(path)
 
 
-def _assert_no_secrets(text: str, mariadb: MariaDBServer, ch: ClickHouseServer) -> None:
-    assert mariadb.repl_password not in text
+def _assert_no_secrets(text: str, server: MariaDBServer, ch: ClickHouseServer) -> None:
+    assert server.repl_password not in text
     assert ch.password not in text
 
 
 @pytest.fixture
-def source_table(mariadb: MariaDBServer, db: str) -> str:
-    mariadb.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(20))")
-    mariadb.execute(f"INSERT INTO `{db}`.t VALUES (%s, %s), (%s, %s), (%s, %s)", [x for r in ROWS for x in r])
+def source_table(server: MariaDBServer, db: str) -> str:
+    server.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(20))")
+    server.execute(f"INSERT INTO `{db}`.t VALUES (%s, %s), (%s, %s), (%s, %s)", [x for r in ROWS for x in r])
     return db
 
 
@@ -89,11 +90,11 @@ def _replicated_rows(ch: ClickHouseServer, database: str) -> list[tuple[int, str
     return [(int(i), v) for i, v in (line.split("\t") for line in body.splitlines())]
 
 
-def _replicate_args(mariadb: MariaDBServer, ch: ClickHouseServer, db: str, ch_db: str, *extra: str) -> list[str]:
+def _replicate_args(server: MariaDBServer, ch: ClickHouseServer, db: str, ch_db: str, *extra: str) -> list[str]:
     return [
         "replicate",
         "--source",
-        _bare_dsn(mariadb),
+        _bare_dsn(server),
         "--target",
         ch.url(with_password=False),
         "--database",
@@ -107,22 +108,22 @@ def _replicate_args(mariadb: MariaDBServer, ch: ClickHouseServer, db: str, ch_db
 
 
 def test_replicate_with_passwords_from_the_environment(
-    mariadb: MariaDBServer, clickhouse_server: ClickHouseServer, source_table: str, ch_database: str
+    server: MariaDBServer, clickhouse_server: ClickHouseServer, source_table: str, ch_database: str
 ) -> None:
-    env = _env(MYBINLOG_PASSWORD=mariadb.repl_password, MYBINLOG_CH_PASSWORD=clickhouse_server.password)
-    args = _replicate_args(mariadb, clickhouse_server, source_table, ch_database, "--once")
-    _assert_no_secrets(" ".join(args), mariadb, clickhouse_server)
+    env = _env(MYBINLOG_PASSWORD=server.repl_password, MYBINLOG_CH_PASSWORD=clickhouse_server.password)
+    args = _replicate_args(server, clickhouse_server, source_table, ch_database, "--once")
+    _assert_no_secrets(" ".join(args), server, clickhouse_server)
     proc = _mybinlog(*args, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert _replicated_rows(clickhouse_server, ch_database) == ROWS
     [status] = [json.loads(line) for line in proc.stdout.splitlines()]
     assert status["rows_written"] == len(ROWS)
-    _assert_no_secrets(proc.stdout + proc.stderr, mariadb, clickhouse_server)
+    _assert_no_secrets(proc.stdout + proc.stderr, server, clickhouse_server)
     assert PS_WARNING not in proc.stderr  # nothing was on the command line
 
 
 def test_replicate_and_verify_with_password_files(
-    mariadb: MariaDBServer,
+    server: MariaDBServer,
     clickhouse_server: ClickHouseServer,
     source_table: str,
     ch_database: str,
@@ -130,21 +131,21 @@ def test_replicate_and_verify_with_password_files(
 ) -> None:
     files = [
         "--password-file",
-        _secret_file(tmp_path, "db.pw", mariadb.repl_password),
+        _secret_file(tmp_path, "db.pw", server.repl_password),
         "--target-password-file",
         _secret_file(tmp_path, "ch.pw", clickhouse_server.password),
     ]
     # wrong passwords in the environment: the files come first
     env = _env(MYBINLOG_PASSWORD="not-the-db-password", MYBINLOG_CH_PASSWORD="not-the-ch-password")
-    proc = _mybinlog(*_replicate_args(mariadb, clickhouse_server, source_table, ch_database, "--once", *files), env=env)
+    proc = _mybinlog(*_replicate_args(server, clickhouse_server, source_table, ch_database, "--once", *files), env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert _replicated_rows(clickhouse_server, ch_database) == ROWS
-    _assert_no_secrets(proc.stdout + proc.stderr, mariadb, clickhouse_server)
+    _assert_no_secrets(proc.stdout + proc.stderr, server, clickhouse_server)
 
     verify = _mybinlog(
         "verify",
         "--source",
-        _bare_dsn(mariadb),
+        _bare_dsn(server),
         "--database",
         source_table,
         "--target",
@@ -161,23 +162,23 @@ def test_replicate_and_verify_with_password_files(
     assert [(t["source_table"], t["status"], t["source_rows"]) for t in report["tables"]] == [
         (f"{source_table}.t", "equal", len(ROWS))
     ]
-    _assert_no_secrets(verify.stdout + verify.stderr, mariadb, clickhouse_server)
+    _assert_no_secrets(verify.stdout + verify.stderr, server, clickhouse_server)
 
 
 def test_running_replicator_has_no_password_in_its_command_line(
-    mariadb: MariaDBServer,
+    server: MariaDBServer,
     clickhouse_server: ClickHouseServer,
     source_table: str,
     ch_database: str,
     tmp_path: Path,
 ) -> None:
     args = _replicate_args(
-        mariadb,
+        server,
         clickhouse_server,
         source_table,
         ch_database,
         "--password-file",
-        _secret_file(tmp_path, "db.pw", mariadb.repl_password),
+        _secret_file(tmp_path, "db.pw", server.repl_password),
         "--max-flush-data-time",
         "100",
     )
@@ -201,12 +202,12 @@ def test_running_replicator_has_no_password_in_its_command_line(
 
     try:
         wait_for("initial load copied")
-        mariadb.execute(f"INSERT INTO `{source_table}`.t VALUES (4, 'four')")
+        server.execute(f"INSERT INTO `{source_table}`.t VALUES (4, 'four')")
         wait_for("checkpoint at")  # the insert came through the binlog: it is streaming
         cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes().decode().split("\0")
         assert "replicate" in cmdline  # the right process
         assert "--password-file" in cmdline
-        _assert_no_secrets("\0".join(cmdline), mariadb, clickhouse_server)
+        _assert_no_secrets("\0".join(cmdline), server, clickhouse_server)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=TIMEOUT)
     finally:
@@ -216,12 +217,12 @@ def test_running_replicator_has_no_password_in_its_command_line(
     assert proc.returncode == 0, err[-3000:]
     assert json.loads(out)["state"] == "stopped"
     assert _replicated_rows(clickhouse_server, ch_database) == [*ROWS, (4, "four")]
-    _assert_no_secrets("".join(log) + out + err, mariadb, clickhouse_server)
+    _assert_no_secrets("".join(log) + out + err, server, clickhouse_server)
 
 
 @pytest.mark.parametrize("wrong", ["source", "target"])
 def test_wrong_password_from_file_names_user_and_host_only(
-    mariadb: MariaDBServer,
+    server: MariaDBServer,
     clickhouse_server: ClickHouseServer,
     source_table: str,
     ch_database: str,
@@ -229,71 +230,71 @@ def test_wrong_password_from_file_names_user_and_host_only(
     wrong: str,
 ) -> None:
     secret = "Wr0ng-fi1e-pw"
-    db_pw = secret if wrong == "source" else mariadb.repl_password
+    db_pw = secret if wrong == "source" else server.repl_password
     ch_pw = secret if wrong == "target" else clickhouse_server.password
-    args = _replicate_args(mariadb, clickhouse_server, source_table, ch_database, "--once")
+    args = _replicate_args(server, clickhouse_server, source_table, ch_database, "--once")
     args += ["--password-file", _secret_file(tmp_path, "db.pw", db_pw)]
     args += ["--target-password-file", _secret_file(tmp_path, "ch.pw", ch_pw)]
     proc = _mybinlog(*args, env=_env())
     assert proc.returncode != 0
     assert proc.stderr.startswith("mybinlog: error:"), proc.stderr[-3000:]
     if wrong == "source":
-        assert f"{mariadb.repl_user}@{mariadb.host}:{mariadb.port}" in proc.stderr
+        assert f"{server.repl_user}@{server.host}:{server.port}" in proc.stderr
     else:
         assert f"default@{clickhouse_server.host}:{clickhouse_server.http_port}" in proc.stderr
     assert secret not in proc.stdout + proc.stderr
-    _assert_no_secrets(proc.stdout + proc.stderr, mariadb, clickhouse_server)
+    _assert_no_secrets(proc.stdout + proc.stderr, server, clickhouse_server)
 
 
 def test_missing_password_file_is_a_clear_error(
-    mariadb: MariaDBServer, clickhouse_server: ClickHouseServer, source_table: str, ch_database: str, tmp_path: Path
+    server: MariaDBServer, clickhouse_server: ClickHouseServer, source_table: str, ch_database: str, tmp_path: Path
 ) -> None:
     missing = str(tmp_path / "no-such.pw")
-    args = _replicate_args(mariadb, clickhouse_server, source_table, ch_database, "--once", "--password-file", missing)
-    proc = _mybinlog(*args, env=_env(MYBINLOG_PASSWORD=mariadb.repl_password))  # a file given must exist
+    args = _replicate_args(server, clickhouse_server, source_table, ch_database, "--once", "--password-file", missing)
+    proc = _mybinlog(*args, env=_env(MYBINLOG_PASSWORD=server.repl_password))  # a file given must exist
     assert proc.returncode == 2  # a usage error (docs/replication.md, "Exit codes")
     assert proc.stderr.strip().splitlines()[-1] == (
         f"mybinlog: error: cannot read the password file '{missing}' (--password-file): No such file or directory"
     )
 
 
-def test_password_in_url_and_file_is_refused(mariadb: MariaDBServer, source_table: str, tmp_path: Path) -> None:
+def test_password_in_url_and_file_is_refused(server: MariaDBServer, source_table: str, tmp_path: Path) -> None:
     proc = _mybinlog(
         "verify",
         "--source",
-        mariadb.repl_dsn,
+        server.repl_dsn,
         "--database",
         source_table,
         "--password-file",
-        _secret_file(tmp_path, "db.pw", mariadb.repl_password),
+        _secret_file(tmp_path, "db.pw", server.repl_password),
         env=_env(),
     )
     assert proc.returncode == 2
     assert "give the password once" in proc.stderr
-    assert mariadb.repl_password not in proc.stdout + proc.stderr
+    assert server.repl_password not in proc.stdout + proc.stderr
 
 
-def test_status_dsn_with_password_file_and_environment_file(mariadb: MariaDBServer, tmp_path: Path) -> None:
-    path = _secret_file(tmp_path, "db.pw", mariadb.repl_password)
+def test_status_dsn_with_password_file_and_environment_file(server: MariaDBServer, tmp_path: Path) -> None:
+    path = _secret_file(tmp_path, "db.pw", server.repl_password)
     by_option = _mybinlog(
-        "status", "--dsn", _bare_dsn(mariadb), "--password-file", path, "--format", "json", env=_env()
+        "status", "--dsn", _bare_dsn(server), "--password-file", path, "--format", "json", env=_env()
     )
-    by_env = _mybinlog("status", "--dsn", _bare_dsn(mariadb), "--format", "json", env=_env(MYBINLOG_PASSWORD_FILE=path))
+    by_env = _mybinlog("status", "--dsn", _bare_dsn(server), "--format", "json", env=_env(MYBINLOG_PASSWORD_FILE=path))
     for proc in (by_option, by_env):
         assert proc.returncode == 0, proc.stderr
         facts = json.loads(proc.stdout)
-        assert facts["server"] == f"{mariadb.repl_user}@{mariadb.host}:{mariadb.port}"
+        assert facts["server"] == f"{server.repl_user}@{server.host}:{server.port}"
         assert facts["log_bin"] is True
-        assert mariadb.repl_password not in proc.stdout + proc.stderr
+        assert server.repl_password not in proc.stdout + proc.stderr
         assert PS_WARNING not in proc.stderr
 
 
-def test_status_warns_once_when_the_password_is_in_the_url(mariadb: MariaDBServer) -> None:
-    proc = _mybinlog("status", "--dsn", mariadb.repl_dsn, "--format", "json", env=_env())
+def test_status_warns_once_when_the_password_is_in_the_url(server: MariaDBServer) -> None:
+    proc = _mybinlog("status", "--dsn", server.repl_dsn, "--format", "json", env=_env())
     assert proc.returncode == 0, proc.stderr
     warnings = [line for line in proc.stderr.splitlines() if "WARNING" in line]
     assert len(warnings) == 1, proc.stderr
     assert PS_WARNING in warnings[0]
     assert "--password-file" in warnings[0]
     assert "MYBINLOG_PASSWORD" in warnings[0]
-    assert mariadb.repl_password not in proc.stdout + proc.stderr
+    assert server.repl_password not in proc.stdout + proc.stderr
