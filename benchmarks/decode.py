@@ -1,7 +1,8 @@
 """Decode benchmark: mybinlog, compiled core and pure Python, versus python-mysql-replication and mariadb-binlog,
 same binlog, same run.
 
-Four workloads, each written to a private MariaDB (ROW, FULL image, FULL metadata, CRC32):
+Six workloads: four written to a private MariaDB 10.11, two to a private Oracle MySQL 9.7 (each ROW, FULL image,
+FULL metadata, CRC32):
 
 - ``standard`` (DESIGN §8): 8 mixed columns (INT UNSIGNED, BIGINT, VARCHAR, DECIMAL, DATETIME(3), DOUBLE,
   TINYINT, VARCHAR(255)); single-row statements, 100 per transaction: 200k inserts + 50k updates + 50k deletes
@@ -13,12 +14,17 @@ Four workloads, each written to a private MariaDB (ROW, FULL image, FULL metadat
 - ``mixed``: 12 columns of mixed types (BIGINT UNSIGNED, DATETIME(6), TIMESTAMP(3), DECIMAL(12,2), ENUM, DATE,
   utf8mb4 TEXT with some NULLs, a small JSON, INT, VARCHAR(32), DOUBLE with some NULLs, TINYINT), written as
   multi-row statements, one per transaction: 200k rows inserted 100 per INSERT, 50k updated 50 per UPDATE, 50k
-  deleted 100 per DELETE (--quick: a tenth). Rows events hold many rows here, unlike the other workloads.
+  deleted 100 per DELETE (--quick: a tenth). Rows events hold many rows here, unlike the other workloads;
+- ``mysql-mixed``: the mixed workload written to MySQL 9.7 (``mybinlog.testing.MySQLServer``, GTIDs on, no
+  transaction compression), where its JSON column is MySQL's binary JSON;
+- ``mysql-json``: the json workload written to MySQL 9.7: JSON-heavy, every document in MySQL's binary JSON
+  (nested objects and arrays, strings, integers, doubles, booleans), decoded by the compiled core's JSONB decoder.
 
 Readers of the same binlog range (every figure also as a ratio to python-mysql-replication and to
-``mariadb-binlog -v`` in the same run). Each mybinlog reader runs twice, with the compiled core and in pure
-Python (``MYBINLOG_NO_EXTENSIONS=1``): the in-process readers in two child processes of this script (one per
-implementation, the same code measuring the same way), the dumps as processes with and without the variable.
+``mariadb-binlog -v``, or ``mysqlbinlog -v`` 9.7 for the MySQL workloads, in the same run). Each mybinlog reader
+runs twice, with the compiled core and in pure Python (``MYBINLOG_NO_EXTENSIONS=1``): the in-process readers in
+two child processes of this script (one per implementation, the same code measuring the same way), the dumps as
+processes with and without the variable.
 
 - raw packet read: asyncmy socket, one ``read_event()`` per event, no decoding (the physical limit; measured in
   the compiled child);
@@ -27,7 +33,8 @@ implementation, the same code measuring the same way), the dumps as processes wi
 - mybinlog files, full decode: ``read_binlog_file`` on the binlog file;
 - ``mybinlog dump --format jsonl`` of the binlog file, and of the server, to /dev/null (a new process: start-up
   included; bytecode cached as in an installed package);
-- ``mariadb-binlog -v`` (C, from the file; its output is discarded);
+- ``mariadb-binlog -v`` (C, from the file; its output is discarded); for the MySQL workloads ``mysqlbinlog -v``
+  9.7 instead (C++, run chrooted in the MySQL root on a copy of the file inside it; the CPU is the child's);
 - python-mysql-replication 1.x, file/position mode, every row read;
 - python-mysql-replication writing every event as a JSON line with ``json`` (the work ``dump --format jsonl``
   does; in-process, so without the start-up the dump pays).
@@ -35,7 +42,11 @@ implementation, the same code measuring the same way), the dumps as processes wi
 Fast readers run five times and the fastest run is reported (as timeit does: the run least disturbed by
 the rest of the machine); the slow python-mysql-replication, whose 5-10 s are disturbed proportionally less, once.
 
-    python benchmarks/decode.py [--quick] [--json] [--workloads standard,wide,json,mixed] [--no-profile]
+    python benchmarks/decode.py [--quick] [--json] [--workloads standard,wide,json,mixed,mysql-mixed,mysql-json]
+        [--no-profile]
+
+The MySQL workloads need mysqld 9.x (``mybinlog.testing.find_mysql``: the root scripts/mysql-root.sh builds, PATH, or
+MYBINLOG_MYSQLD); without it they are skipped with a note (the goals on them are then not measured).
 """
 
 from __future__ import annotations
@@ -55,7 +66,7 @@ import tempfile
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +90,7 @@ from mybinlog.protocol._decoder import EventDecoder
 from mybinlog.source._connection import BinlogConnection
 from mybinlog.source._dsn import DSN
 from mybinlog.testing._mariadb import MariaDBServer
+from mybinlog.testing._mysql import MySQLServer, find_mysql, not_available_reason
 
 # -- workloads ------------------------------------------------------------------------------------------------
 
@@ -98,6 +110,7 @@ class Workload:
     quick_scale: int = 10  # --quick divides the sizes by this
     single_row: bool = True  # one row per rows event (single-row statements)
     writer: Callable[[Any, Any, random.Random, Workload], None] | None = None  # (conn, cursor, rng, wl)
+    flavor: str = "mariadb"  # the server written to: "mariadb" (10.11) or "mysql" (9.x)
 
     @property
     def rows(self) -> int:
@@ -285,7 +298,24 @@ def _mixed(scale: int) -> Workload:
     )
 
 
-WORKLOADS = {"standard": _standard, "wide": _wide, "json": _json, "mixed": _mixed}
+def _mysql_mixed(scale: int) -> Workload:
+    title = "MySQL 9.7, mixed: 12 columns of mixed types (a small binary JSON), multi-row statements"
+    return replace(_mixed(scale), name="mysql-mixed", flavor="mysql", title=title)
+
+
+def _mysql_json(scale: int) -> Workload:
+    title = "MySQL 9.7, json: 1.5 KB documents in MySQL's binary JSON"
+    return replace(_json(scale), name="mysql-json", flavor="mysql", title=title)
+
+
+WORKLOADS = {"standard": _standard, "wide": _wide, "json": _json, "mixed": _mixed, "mysql-mixed": _mysql_mixed,
+             "mysql-json": _mysql_json}  # fmt: skip
+
+# the C reader each flavour's workloads are compared with: (result key, table label, chart label)
+C_READERS = {
+    "mariadb": ("mariadb-binlog", "`mariadb-binlog -v` (C, file)", "mariadb-binlog -v"),
+    "mysql": ("mysqlbinlog", "`mysqlbinlog -v` 9.7 (C++, file, chrooted)", "mysqlbinlog -v"),
+}
 
 
 def _write_single_rows(conn: Any, cur: Any, rng: random.Random, wl: Workload) -> None:
@@ -306,6 +336,17 @@ def _write_single_rows(conn: Any, cur: Any, rng: random.Random, wl: Workload) ->
         n += 1
         if n % 100 == 0:
             conn.commit()
+
+
+def start_workload_server(base: Path, wl: Workload) -> MariaDBServer:
+    """The workload's private server: MariaDB 10.11 (_common.start_server) or MySQL 9.x (one binlog file, FULL row
+    metadata, GTIDs on, no transaction compression: the fixture's defaults)."""
+    if wl.flavor == "mysql":
+        server = MySQLServer(base / f"decode-{wl.name}", name=f"decode-{wl.name}",
+                             options={"max_binlog_size": 1 << 30})  # fmt: skip
+        server.start()
+        return server
+    return start_server(base, f"decode-{wl.name}")
 
 
 def write_workload(server: MariaDBServer, wl: Workload) -> None:
@@ -394,6 +435,13 @@ def mariadb_binlog(paths: list[Path]) -> int:
     return 0
 
 
+def mysqlbinlog(argv: list[str]) -> int:
+    """``mysqlbinlog -v`` (``argv``: the chrooted command line, ending with the file as mysqlbinlog sees it)."""
+    with open(os.devnull, "wb") as devnull:
+        subprocess.run(argv, check=True, stdout=devnull)
+    return 0
+
+
 def pymysqlreplication(server: MariaDBServer, file: str) -> int:
     from pymysqlreplication import BinLogStreamReader
     from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
@@ -416,6 +464,21 @@ def pymysqlreplication(server: MariaDBServer, file: str) -> int:
             rows += 1
     stream.close()
     return rows
+
+
+def _jsonable(value: Any) -> Any:
+    """python-mysql-replication gives a MySQL JSON column as a dict or list with bytes keys and strings: as text."""
+    if isinstance(value, dict):
+        return {(k.decode("utf-8", "replace") if isinstance(k, bytes) else k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def _jsonable_row(values: Any) -> list[Any]:
+    return [_jsonable(v) if isinstance(v, (dict, list)) else v for v in values]
 
 
 def pymysqlreplication_jsonl(server: MariaDBServer, file: str) -> int:
@@ -445,11 +508,12 @@ def pymysqlreplication_jsonl(server: MariaDBServer, file: str) -> int:
                 head["columns"] = [c.name for c in event.columns]
                 if isinstance(event, PmrUpdateRowsEvent):
                     head["rows"] = [
-                        {"before": list(r["before_values"].values()), "after": list(r["after_values"].values())}
+                        {"before": _jsonable_row(r["before_values"].values()),
+                         "after": _jsonable_row(r["after_values"].values())}
                         for r in event.rows
-                    ]
+                    ]  # fmt: skip
                 else:
-                    head["rows"] = [list(r["values"].values()) for r in event.rows]
+                    head["rows"] = [_jsonable_row(r["values"].values()) for r in event.rows]
                 rows += len(event.rows)
             out.write(dumps(head) + "\n")
     stream.close()
@@ -659,15 +723,16 @@ PEERS = [
 ]  # fmt: skip
 
 
-def reader_rows() -> list[tuple[str, str, str]]:
-    """(result key, table label, chart label) of every reader in table order; mybinlog's as ``key:impl``."""
+def reader_rows(flavor: str = "mariadb") -> list[tuple[str, str, str]]:
+    """(result key, table label, chart label) of every reader in table order; mybinlog's as ``key:impl``; the C
+    reader of the workload's server flavour (``mariadb-binlog -v`` or ``mysqlbinlog -v``)."""
     rows = [RAW]
     for key, label, short in MYBINLOG_READERS:
         if key == "dump-empty":  # no rows: in the notes and the speed-up table only
             continue
         for impl in IMPLEMENTATIONS:
             rows.append((f"{key}:{impl}", f"{label} ({IMPL_LABEL[impl]})", f"{short} ({IMPL_LABEL[impl]})"))
-    return rows + PEERS
+    return [*rows, C_READERS[flavor], *PEERS[1:]]
 
 
 def worker(spec: dict[str, Any]) -> dict[str, Any]:
@@ -710,7 +775,9 @@ def run_worker(spec: dict[str, Any], implementation: str, timeout: float) -> dic
 
 
 def run_workload(base: Path, wl: Workload, log: Log, profile: bool, quick: bool) -> dict[str, Any]:
-    server = start_server(base, f"decode-{wl.name}")
+    server = start_workload_server(base, wl)
+    c_key = C_READERS[wl.flavor][0]
+    inside: Path | None = None  # the copy of the binlog inside the MySQL root
     try:
         empty = base / f"{wl.name}-empty.bin"  # the server's binlog before the workload: a few events
         shutil.copy(server.binlog_paths()[0], empty)
@@ -745,7 +812,17 @@ def run_workload(base: Path, wl: Workload, log: Log, profile: bool, quick: bool)
             runs[f"dump:{impl}"] = lambda impl=impl: dump_jsonl(paths, pycache, impl)  # type: ignore[misc]
             runs[f"dump-server:{impl}"] = lambda impl=impl: dump_jsonl_server(dsn, file, pycache, impl)  # type: ignore[misc]
             runs[f"dump-empty:{impl}"] = lambda impl=impl: dump_jsonl([empty], pycache, impl)  # type: ignore[misc]
-        runs["mariadb-binlog"] = lambda: mariadb_binlog(paths)
+        if wl.flavor == "mysql":
+            assert isinstance(server, MySQLServer)
+            tool = server.binaries.tool("mysqlbinlog")
+            if tool is None:
+                raise RuntimeError(f"mysqlbinlog not found beside {server.binaries.mysqld}")
+            inside = server.binaries.scratch_dir("mybinlog-bench-")
+            shutil.copy(paths[0], inside / paths[0].name)
+            argv = [*tool, "--base64-output=decode-rows", "-v", server.binaries.inside(inside / paths[0].name)]
+            runs["mysqlbinlog"] = lambda: mysqlbinlog(argv)
+        else:
+            runs["mariadb-binlog"] = lambda: mariadb_binlog(paths)
         runs["pymysqlrepl"] = lambda: pymysqlreplication(server, file)
         runs["pymysqlrepl-jsonl"] = lambda: pymysqlreplication_jsonl(server, file)
         for key, fn in runs.items():
@@ -784,9 +861,12 @@ def run_workload(base: Path, wl: Workload, log: Log, profile: bool, quick: bool)
             "profiles": profiles,
             "limits": limits_us,
             "server": server.version,
+            "c_key": c_key,
         }
     finally:
         server.stop()
+        if inside is not None:
+            shutil.rmtree(inside, ignore_errors=True)
 
 
 # -- the document -----------------------------------------------------------------------------------------------
@@ -796,15 +876,21 @@ def _ratio(a: float, b: float) -> float:
     return a / max(b, 1e-9)
 
 
-READER_COLUMNS = ["reader", "seconds", "CPU seconds", "rows/s", "x mariadb-binlog -v", "x mariadb-binlog -v (CPU)",
-                  "x python-mysql-replication", "x python-mysql-replication (CPU)"]  # fmt: skip
+def reader_columns(flavor: str) -> list[str]:
+    c = C_READERS[flavor][2]
+    return ["reader", "seconds", "CPU seconds", "rows/s", f"x {c}", f"x {c} (CPU)", "x python-mysql-replication",
+            "x python-mysql-replication (CPU)"]  # fmt: skip
+
+
+READER_COLUMNS = reader_columns("mariadb")
 
 
 def workload_table(wl: Workload, out: dict[str, Any]) -> dict[str, Any]:
     results: dict[str, Measurement] = out["results"]
-    pmr, mb = results["pymysqlrepl"], results["mariadb-binlog"]
+    pmr, mb = results["pymysqlrepl"], results[out["c_key"]]
+    c_tool = f"`{C_READERS[wl.flavor][2]}`"
     rows = []
-    for key, label, _short in reader_rows():
+    for key, label, _short in reader_rows(wl.flavor):
         m = results[key]
         rows.append([label, m.wall, m.cpu, wl.rows / m.wall, _ratio(mb.wall, m.wall), _ratio(mb.cpu, m.cpu),
                      _ratio(pmr.wall, m.wall), _ratio(pmr.cpu, m.cpu)])  # fmt: skip
@@ -812,14 +898,14 @@ def workload_table(wl: Workload, out: dict[str, Any]) -> dict[str, Any]:
     return {
         "title": f"Decode, {wl.title}: {wl.rows:,} rows ({wl.inserts:,} inserts, {wl.updates:,} updates, "
         f"{wl.deletes:,} deletes), {out['binlog_bytes'] / 1e6:.1f} MB of binlog",
-        "columns": READER_COLUMNS,
+        "columns": reader_columns(wl.flavor),
         "rows": rows,
         "notes": "Seconds: wall time of the fastest of 5 runs (python-mysql-replication: 1 run). CPU seconds: the "
         "least of the same runs, of the measuring process and its children, not the server. The stream and files "
         "readers (and the raw read) run "
         "in a child process of the benchmark, one with the compiled core and one with MYBINLOG_NO_EXTENSIONS=1 "
         "(pure Python); the dumps are processes started with or without it. The ratios compare seconds (and CPU "
-        "seconds) with `mariadb-binlog -v`'s and python-mysql-replication's in the same run; on a busy machine the "
+        f"seconds) with {c_tool}'s and python-mysql-replication's in the same run; on a busy machine the "
         "CPU ratio is the steadier. Doing the same work (every event as a JSON line), `mybinlog dump` is "
         f"{_ratio(jsonl, results['dump:compiled'].wall):.1f}x (file) and "
         f"{_ratio(jsonl, results['dump-server:compiled'].wall):.1f}x (server) faster compiled, "
@@ -872,8 +958,9 @@ def goals_of(outs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     for name, out in by_name.items():
         r = out["results"]
-        mb, sc, sp, fc = r["mariadb-binlog"], r["stream:compiled"], r["stream:python"], r["files:compiled"]
-        add(f"full decode, stream (compiled) >= 2x `mariadb-binlog -v`, {name} workload (CPU)", _ratio(mb.cpu, sc.cpu),
+        c_tool = f"`{C_READERS[out['workload'].flavor][2]}`" + (" 9.7" if out["workload"].flavor == "mysql" else "")
+        mb, sc, sp, fc = r[out["c_key"]], r["stream:compiled"], r["stream:python"], r["files:compiled"]
+        add(f"full decode, stream (compiled) >= 2x {c_tool}, {name} workload (CPU)", _ratio(mb.cpu, sc.cpu),
             2.0, f"wall {_ratio(mb.wall, sc.wall):.2f}x; files (compiled): CPU {_ratio(mb.cpu, fc.cpu):.2f}x; "
             f"stream in pure Python: CPU {_ratio(mb.cpu, sp.cpu):.2f}x", out)  # fmt: skip
     if "standard" in by_name and by_name["standard"]["limits"]:
@@ -890,11 +977,12 @@ def goals_of(outs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "best of 5)", raw_us / route_us, 1.0, detail, out)  # fmt: skip
     for name, out in by_name.items():
         r = out["results"]
-        mb, dc, ds, dp = r["mariadb-binlog"], r["dump:compiled"], r["dump-server:compiled"], r["dump:python"]
-        add(f"`mybinlog dump --format jsonl` from the file (compiled, start-up included) >= 1.0x `mariadb-binlog -v`, "
+        c_key, c_tool = out["c_key"], C_READERS[out["workload"].flavor][2]
+        mb, dc, ds, dp = r[c_key], r["dump:compiled"], r["dump-server:compiled"], r["dump:python"]
+        add(f"`mybinlog dump --format jsonl` from the file (compiled, start-up included) >= 1.0x `{c_tool}`, "
             f"{name} workload (CPU)", _ratio(mb.cpu, dc.cpu), 1.0,
             f"wall {_ratio(mb.wall, dc.wall):.2f}x; from the server: CPU {_ratio(mb.cpu, ds.cpu):.2f}x; "
-            f"pure Python: CPU {_ratio(mb.cpu, dp.cpu):.2f}x; CPU seconds: mariadb-binlog {mb.cpu:.2f}, dump "
+            f"pure Python: CPU {_ratio(mb.cpu, dp.cpu):.2f}x; CPU seconds: {c_key} {mb.cpu:.2f}, dump "
             f"{dc.cpu:.2f} of which start-up {r['dump-empty:compiled'].cpu:.2f}", out)  # fmt: skip
     if "standard" in by_name:
         out = by_name["standard"]
@@ -922,14 +1010,19 @@ def main() -> int:
     began = time.monotonic()
     outs: list[dict[str, Any]] = []
     chart: list[dict[str, Any]] = []
-    server_version = ""
+    servers: dict[str, str] = {}
+    skipped: list[str] = []
     with tempfile.TemporaryDirectory(prefix="mybinlog-bench-decode-") as tmp:
         for name in args.workloads.split(","):
             wl = WORKLOADS[name](1)
             if args.quick:
                 wl = WORKLOADS[name](wl.quick_scale)
+            if wl.flavor == "mysql" and find_mysql() is None:
+                skipped.append(name)
+                log(f"{name}: skipped, {not_available_reason()}")
+                continue
             out = run_workload(Path(tmp), wl, log, not args.no_profile and name == "standard", args.quick)
-            server_version = out["server"]
+            servers[wl.flavor] = out["server"]
             outs.append(out)
             if name == "standard":
                 base = out["results"]["pymysqlrepl"].wall
@@ -944,13 +1037,16 @@ def main() -> int:
         + "; ".join(f"rows marked {IMPL_LABEL[impl]}: {', '.join(sorted(found))}"
                     for impl, found in implementations.items()) + ".",
     ]  # fmt: skip
+    if skipped:
+        notes.append(f"Not run: {', '.join(skipped)} (no MySQL 9.x: {not_available_reason()}).")
+    server = "; ".join(f"{'MariaDB' if flavor == 'mariadb' else 'MySQL'} {v}" for flavor, v in sorted(servers.items()))
     doc = {
         "benchmark": "decode",
         "version": 1,
         "title": "Decode throughput",
         "quick": args.quick,
         "seconds": time.monotonic() - began,
-        "environment": {**environment(), "server": f"MariaDB {server_version}"},
+        "environment": {**environment(), "server": server},
         "tables": [workload_table(out["workload"], out) for out in outs]
         + ([speedup_table(outs)] if outs else [])
         + [t for out in outs for t in out["profiles"]],
