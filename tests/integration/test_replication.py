@@ -1,4 +1,4 @@
-"""Replication into real ClickHouse (the 18.16 server over HTTP and embedded chdb) from a real MariaDB.
+"""Replication into real ClickHouse (the 18.16 server over HTTP and embedded chdb) from a real MariaDB and MySQL.
 
 Every scenario ends with :func:`mybinlog.replication.verify` (row counts, checksums over all columns,
 duplicates through FINAL) reporting equality, plus an independent count query.
@@ -46,25 +46,25 @@ def _replicator(server: MariaDBServer, target: Target, db: str, engine: str = "r
 
 @pytest.mark.parametrize("engine", ["replacing", "collapsing", "replacing_is_deleted"])
 async def test_workload_with_ddl_replicates_exactly(
-    mariadb: MariaDBServer, db: str, target: Target, engine: str
+    server: MariaDBServer, db: str, target: Target, engine: str
 ) -> None:
     if engine == "replacing_is_deleted" and not target.capabilities.replacing_is_deleted:
         with pytest.raises(ConfigurationError, match="is_deleted"):
-            await _replicator(mariadb, target, db, engine).run(until_caught_up=True)
+            await _replicator(server, target, db, engine).run(until_caught_up=True)
         return
-    conn = mariadb.connect(database=db)
+    conn = server.connect(database=db)
     wl = Workload(7)
     wl.run(conn, db, n_transactions=8, statements_per_txn=4, ddl_every=0)  # initial load copies these
-    first = _replicator(mariadb, target, db, engine)
+    first = _replicator(server, target, db, engine)
     await first.run(until_caught_up=True)
     assert first.status.rows_written > 0
     wl.run(conn, db, n_transactions=30, statements_per_txn=4, ddl_every=6)  # streamed, with ALTERs in between
-    second = _replicator(mariadb, target, db, engine, max_rows_in_buffer=50)
+    second = _replicator(server, target, db, engine, max_rows_in_buffer=50)
     await second.run(until_caught_up=True)
     conn.close()
     assert second.status.ddl_applied >= 4
     assert second.status.batches > 1
-    await _check_equal(mariadb, target, db, engine, ["all_types", "composite_pk", "no_pk"])
+    await _check_equal(server, target, db, engine, ["all_types", "composite_pk", "no_pk"])
     cp = await load_checkpoint(target, db)
     assert cp is not None
     assert cp.pending is None
@@ -91,18 +91,18 @@ class CrashingTarget:
 
 
 @pytest.mark.parametrize("engine", ["replacing", "collapsing"])
-async def test_crash_in_mid_batch_replays_exactly(mariadb: MariaDBServer, db: str, target: Target, engine: str) -> None:
+async def test_crash_in_mid_batch_replays_exactly(server: MariaDBServer, db: str, target: Target, engine: str) -> None:
     """A batch half inserted (one table written, the next insert fails) is replayed without duplicates.
 
     Collapsing tables rely on deduplication tokens (chdb) or on deleting the unconfirmed tail (18.16)."""
-    conn = mariadb.connect(database=db)
+    conn = server.connect(database=db)
     wl = Workload(3)
     wl.run(conn, db, n_transactions=3, statements_per_txn=3, ddl_every=0)
-    await _replicator(mariadb, target, db, engine).run(until_caught_up=True)
+    await _replicator(server, target, db, engine).run(until_caught_up=True)
     wl.run(conn, db, n_transactions=12, statements_per_txn=5, ddl_every=0, insert_extremes=False)
     crashing = CrashingTarget(target, fail_at=2)
     repl = Replicator(
-        mariadb.repl_dsn,
+        server.repl_dsn,
         crashing,  # type: ignore[arg-type]
         database=db,
         target_database=target.database,
@@ -116,24 +116,24 @@ async def test_crash_in_mid_batch_replays_exactly(mariadb: MariaDBServer, db: st
     assert cp is not None
     if engine == "collapsing":
         assert cp.pending is not None  # the batch was announced before its first insert
-    await _replicator(mariadb, target, db, engine).run(until_caught_up=True)
+    await _replicator(server, target, db, engine).run(until_caught_up=True)
     conn.close()
-    await _check_equal(mariadb, target, db, engine, ["all_types", "composite_pk", "no_pk"])
+    await _check_equal(server, target, db, engine, ["all_types", "composite_pk", "no_pk"])
 
 
-async def test_two_replicas_share_one_connection(mariadb: MariaDBServer, chdb_target: Target) -> None:
+async def test_two_replicas_share_one_connection(server: MariaDBServer, chdb_target: Target) -> None:
     dbs = ["share_a", "share_b"]
     for name in dbs:
-        mariadb.create_database(name)
+        server.create_database(name)
     try:
-        client = BinlogClient(mariadb.repl_dsn, max_flush_milliseconds_in_binlog_dispatcher=10)
-        conns = {name: mariadb.connect(database=name) for name in dbs}
+        client = BinlogClient(server.repl_dsn, max_flush_milliseconds_in_binlog_dispatcher=10)
+        conns = {name: server.connect(database=name) for name in dbs}
         workloads = {name: Workload(i) for i, name in enumerate(dbs)}
         for name in dbs:
             workloads[name].run(conns[name], name, n_transactions=3, statements_per_txn=2, ddl_every=0)
         replicas = [
             Replicator(
-                mariadb.repl_dsn,
+                server.repl_dsn,
                 chdb_target,
                 database=name,
                 target_database=f"{chdb_target.database}_{name}",
@@ -152,13 +152,13 @@ async def test_two_replicas_share_one_connection(mariadb: MariaDBServer, chdb_ta
         assert {row["name"] for row in rows} == set(dbs)
         assert len({row["dispatcher_name"] for row in rows}) == 1
         assert "repl-pw" not in repr(rows)
-        assert mariadb.repl_password not in repr(rows)
+        assert server.repl_password not in repr(rows)
         for r in replicas:
             r.stop()
         await asyncio.gather(*tasks)
         for r in replicas:  # stop() flushed only complete transactions; finish with a catch-up run
             await Replicator(
-                mariadb.repl_dsn,
+                server.repl_dsn,
                 chdb_target,
                 database=r.database,
                 target_database=r.target_database,
@@ -168,14 +168,14 @@ async def test_two_replicas_share_one_connection(mariadb: MariaDBServer, chdb_ta
         await client.aclose()
         for name in dbs:
             report = await verify(
-                mariadb.repl_dsn, chdb_target, databases=[name], target_database=f"{chdb_target.database}_{name}"
+                server.repl_dsn, chdb_target, databases=[name], target_database=f"{chdb_target.database}_{name}"
             )
             assert report.equal, report.render_text()
         for c in conns.values():
             c.close()
     finally:
         for name in dbs:
-            mariadb.drop_database(name)
+            server.drop_database(name)
 
 
 class GatedTarget:
@@ -197,18 +197,18 @@ class GatedTarget:
 
 
 async def test_slow_replica_is_detached_catches_up_and_merges_back(
-    mariadb: MariaDBServer, db: str, chdb_target: Target
+    server: MariaDBServer, db: str, chdb_target: Target
 ) -> None:
-    conn = mariadb.connect(database=db)
+    conn = server.connect(database=db)
     wl = Workload(5, tables=("composite_pk",))
     wl.run(conn, db, n_transactions=2, statements_per_txn=2, ddl_every=0)
-    client = BinlogClient(mariadb.repl_dsn, max_bytes_in_binlog_dispatcher_buffer=0)
+    client = BinlogClient(server.repl_dsn, max_bytes_in_binlog_dispatcher_buffer=0)
     # a fast replica of another database keeps the shared dispatcher running
     other = "slowtest_other"
-    mariadb.create_database(other)
+    server.create_database(other)
     try:
         fast = Replicator(
-            mariadb.repl_dsn,
+            server.repl_dsn,
             chdb_target,
             database=other,
             target_database=f"{chdb_target.database}_fast",
@@ -217,7 +217,7 @@ async def test_slow_replica_is_detached_catches_up_and_merges_back(
         )
         gated = GatedTarget(chdb_target)
         slow = Replicator(
-            mariadb.repl_dsn,
+            server.repl_dsn,
             gated,  # type: ignore[arg-type]
             database=db,
             target_database=chdb_target.database,
@@ -253,7 +253,7 @@ async def test_slow_replica_is_detached_catches_up_and_merges_back(
         fast.stop()
         await asyncio.gather(slow_task, fast_task)
         await Replicator(
-            mariadb.repl_dsn,
+            server.repl_dsn,
             chdb_target,
             database=db,
             target_database=chdb_target.database,
@@ -261,33 +261,33 @@ async def test_slow_replica_is_detached_catches_up_and_merges_back(
             client=client,
         ).run(until_caught_up=True)
         await client.aclose()
-        report = await verify(mariadb.repl_dsn, chdb_target, databases=[db], target_database=chdb_target.database)
+        report = await verify(server.repl_dsn, chdb_target, databases=[db], target_database=chdb_target.database)
         assert report.equal, report.render_text()
     finally:
         conn.close()
-        mariadb.drop_database(other)
+        server.drop_database(other)
 
 
-async def test_untranslatable_ddl_stops_only_that_table(mariadb: MariaDBServer, db: str, target: Target) -> None:
-    conn = mariadb.connect(database=db)
+async def test_untranslatable_ddl_stops_only_that_table(server: MariaDBServer, db: str, target: Target) -> None:
+    conn = server.connect(database=db)
     with conn.cursor() as cur:
         cur.execute("CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(10))")
         cur.execute("CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(10))")
         cur.execute("INSERT INTO a VALUES (1, 'x')")
         cur.execute("INSERT INTO b VALUES (1, 'x')")
-    await _replicator(mariadb, target, db).run(until_caught_up=True)
+    await _replicator(server, target, db).run(until_caught_up=True)
     with conn.cursor() as cur:
         cur.execute("ALTER TABLE a MODIFY id BIGINT NOT NULL")  # a key column changes type: cannot follow
         cur.execute("INSERT INTO a VALUES (2, 'y')")
         cur.execute("INSERT INTO b VALUES (2, 'y')")
     conn.close()
-    repl = _replicator(mariadb, target, db)
+    repl = _replicator(server, target, db)
     await repl.run(until_caught_up=True)
     assert set(repl.status.stopped_tables) == {"a"}
     message = repl.status.stopped_tables["a"]
     assert "ALTER TABLE a MODIFY id BIGINT NOT NULL" in message
     assert "stopped" in message
-    assert mariadb.repl_password not in message
+    assert server.repl_password not in message
     rows = await target.query(f"SELECT count() FROM {quote_ident(target.database)}.b FINAL WHERE _sign = 1")
     assert rows == [["2"]]
     rows = await target.query(f"SELECT count() FROM {quote_ident(target.database)}.a FINAL WHERE _sign = 1")
@@ -307,13 +307,13 @@ async def _until(predicate: Any, limit_s: float = 60.0, what: str = "condition")
         await asyncio.sleep(0.01)  # polling a condition with a deadline
 
 
-async def test_ddl_statements_are_followed(mariadb: MariaDBServer, db: str, target: Target) -> None:
+async def test_ddl_statements_are_followed(server: MariaDBServer, db: str, target: Target) -> None:
     """CREATE ... LIKE, CHANGE/MODIFY/RENAME COLUMN, index changes, RENAME TABLE, TRUNCATE and DROP, mid-stream."""
-    conn = mariadb.connect(database=db)
+    conn = server.connect(database=db)
     with conn.cursor() as cur:
         cur.execute("CREATE TABLE base (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL, n INT DEFAULT 5)")
         cur.execute("INSERT INTO base VALUES (1, 'a', 1), (2, 'b', 2)")
-    await _replicator(mariadb, target, db).run(until_caught_up=True)
+    await _replicator(server, target, db).run(until_caught_up=True)
     rename_column = target.capabilities.rename_column
     statements = [
         "CREATE TABLE copy LIKE base",
@@ -339,10 +339,10 @@ async def test_ddl_statements_are_followed(mariadb: MariaDBServer, db: str, targ
         for sql in statements:
             cur.execute(sql)
     conn.close()
-    repl = _replicator(mariadb, target, db)
+    repl = _replicator(server, target, db)
     await repl.run(until_caught_up=True)
     assert repl.status.stopped_tables == {}
-    await _check_equal(mariadb, target, db, "replacing", ["base", "copy2", "emptied"])
+    await _check_equal(server, target, db, "replacing", ["base", "copy2", "emptied"])
     rows = await target.query(f"SELECT name FROM system.tables WHERE database = '{target.database}' ORDER BY name")
     assert [r[0] for r in rows] == ["base", "copy2", "emptied"]
     cp = await load_checkpoint(target, db)
