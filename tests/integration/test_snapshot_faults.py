@@ -118,7 +118,7 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 
 async def test_spark_submit_into_chdb_killed_then_resumed_reuses_its_spool(
-    mariadb: MariaDBServer, db: str, db_conn: Any, tmp_path: Path
+    server: MariaDBServer, db: str, db_conn: Any, tmp_path: Path
 ) -> None:
     spark_submit = _spark_submit()
     _populate_extra(db_conn, "big", list(range(1, 4001)))  # 8 chunks of 500 rows
@@ -151,8 +151,8 @@ async def test_spark_submit_into_chdb_killed_then_resumed_reuses_its_spool(
         ]
 
     # a failing run: its error on stderr, nothing on stdout, exit code 1
-    wrong = mariadb.repl_dsn.replace(REPL_PASSWORD, "not-the-password")
-    assert wrong != mariadb.repl_dsn
+    wrong = server.repl_dsn.replace(REPL_PASSWORD, "not-the-password")
+    assert wrong != server.repl_dsn
     failed = await asyncio.to_thread(
         subprocess.run, command(wrong), capture_output=True, env=env, cwd=tmp_path, timeout=600
     )
@@ -172,7 +172,7 @@ async def test_spark_submit_into_chdb_killed_then_resumed_reuses_its_spool(
         with out_path.open("wb") as out_file, err_path.open("wb") as err_file:
             proc = subprocess.Popen(  # noqa: ASYNC220 - a long-running child, polled below
                 command(
-                    mariadb.repl_dsn,
+                    server.repl_dsn,
                     "--snapshot-id",
                     snapshot_id,
                     "--chunk-rows",
@@ -207,7 +207,7 @@ async def test_spark_submit_into_chdb_killed_then_resumed_reuses_its_spool(
     leftover = spool / "left-by-the-killed-run"
     leftover.write_text("a file the resumed run must clear")
     _execute(
-        mariadb,
+        server,
         db,
         "UPDATE big SET n = n + 100 WHERE id % 10 = 0",
         "DELETE FROM big WHERE id % 13 = 0",
@@ -217,7 +217,7 @@ async def test_spark_submit_into_chdb_killed_then_resumed_reuses_its_spool(
     # --resume in a new spark-submit: the same spool directory, removed at the end; stdout is the JSON result
     resumed = await asyncio.to_thread(
         subprocess.run,
-        command(mariadb.repl_dsn, "--resume", snapshot_id),
+        command(server.repl_dsn, "--resume", snapshot_id),
         capture_output=True,
         env=env,
         cwd=tmp_path,
@@ -243,9 +243,9 @@ async def test_spark_submit_into_chdb_killed_then_resumed_reuses_its_spool(
     assert not spool.exists()
 
     url = str(chdb_dir)
-    await _catch_up(mariadb.repl_dsn, url, db)
-    assert await _same_rows(mariadb, db, url, "big", ["id", "n", "pad"]) > 3000
-    report = await _verify(mariadb.repl_dsn, url, db)
+    await _catch_up(server.repl_dsn, url, db)
+    assert await _same_rows(server, db, url, "big", ["id", "n", "pad"]) > 3000
+    report = await _verify(server.repl_dsn, url, db)
     assert report.equal, report.render_text()
 
 
@@ -254,7 +254,7 @@ async def test_spark_submit_into_chdb_killed_then_resumed_reuses_its_spool(
 
 async def test_new_initial_snapshot_replaces_what_a_killed_one_left(
     spark: Any,
-    mariadb: MariaDBServer,
+    server: MariaDBServer,
     db: str,
     db_conn: Any,
     clickhouse_server: Any,
@@ -284,7 +284,7 @@ async def test_new_initial_snapshot_replaces_what_a_killed_one_left(
                     "--master",
                     "local[2]",
                     "--source",
-                    mariadb.repl_dsn,
+                    server.repl_dsn,
                     "--target",
                     url,
                     "--database",
@@ -326,7 +326,7 @@ async def test_new_initial_snapshot_replaces_what_a_killed_one_left(
 
     # the source changes shape and rows; the killed snapshot can no longer be resumed
     _execute(
-        mariadb,
+        server,
         db,
         "ALTER TABLE big ADD COLUMN extra INT",
         "ALTER TABLE small ADD COLUMN extra VARCHAR(10) NOT NULL DEFAULT 'x'",
@@ -337,13 +337,13 @@ async def test_new_initial_snapshot_replaces_what_a_killed_one_left(
     )
     with pytest.raises(SnapshotError, match="changed since the snapshot started"):
         await run_snapshot(
-            _snapshot_options(source=mariadb.repl_dsn, target=url, database=db, resume=killed_id), spark=spark
+            _snapshot_options(source=server.repl_dsn, target=url, database=db, resume=killed_id), spark=spark
         )
 
     # refused: another replica has no unfinished snapshot that wrote these rows
     with pytest.raises(SnapshotError, match=rf"{db}\.big already holds rows"):
         await run_snapshot(
-            _snapshot_options(source=mariadb.repl_dsn, target=url, database=db, replica=f"{db}_other"),
+            _snapshot_options(source=server.repl_dsn, target=url, database=db, replica=f"{db}_other"),
             spark=spark,
         )
     # refused: a row the killed snapshot did not write (a streamed row's version)
@@ -351,14 +351,14 @@ async def test_new_initial_snapshot_replaces_what_a_killed_one_left(
         f"INSERT INTO `{db}`.big (id, n, pad, _sign, _version) VALUES (999999, 0, 'not from the snapshot', 1, 2)"
     )
     with pytest.raises(SnapshotError, match=rf"{db}\.big already holds rows"):
-        await run_snapshot(_snapshot_options(source=mariadb.repl_dsn, target=url, database=db), spark=spark)
+        await run_snapshot(_snapshot_options(source=server.repl_dsn, target=url, database=db), spark=spark)
     clickhouse_server.execute(f"ALTER TABLE `{db}`.big DELETE WHERE id = 999999")
     await _wait_mutations(url, db)
 
     # a new initial snapshot: no --resume, no --recreate
     with caplog.at_level(logging.WARNING, logger="mybinlog.snapshot"):
         result = await run_snapshot(
-            _snapshot_options(source=mariadb.repl_dsn, target=url, database=db, chunk_rows=700), spark=spark
+            _snapshot_options(source=server.repl_dsn, target=url, database=db, chunk_rows=700), spark=spark
         )
     assert result.kind == "initial"
     assert result.checkpoint_saved
@@ -379,12 +379,12 @@ async def test_new_initial_snapshot_replaces_what_a_killed_one_left(
         await target.aclose()
     with pytest.raises(SnapshotError, match="cannot be resumed"):
         await run_snapshot(
-            _snapshot_options(source=mariadb.repl_dsn, target=url, database=db, resume=killed_id), spark=spark
+            _snapshot_options(source=server.repl_dsn, target=url, database=db, resume=killed_id), spark=spark
         )
 
     # the stream takes over: more changes, then `mybinlog replicate --once` in a child process
     _execute(
-        mariadb,
+        server,
         db,
         "UPDATE big SET extra = 7, pad = 'later' WHERE id BETWEEN 100 AND 160",
         "DELETE FROM big WHERE id BETWEEN 2900 AND 2950",
@@ -399,7 +399,7 @@ async def test_new_initial_snapshot_replaces_what_a_killed_one_left(
             "mybinlog",
             "replicate",
             "--source",
-            mariadb.repl_dsn,
+            server.repl_dsn,
             "--target",
             url,
             "--database",
@@ -412,9 +412,9 @@ async def test_new_initial_snapshot_replaces_what_a_killed_one_left(
         timeout=300,
     )
     assert replicate.returncode == 0, replicate.stderr.decode(errors="replace")[-3000:]
-    assert await _same_rows(mariadb, db, url, "big", ["id", "n", "pad", "extra"]) > 2500
-    assert await _same_rows(mariadb, db, url, "small", ["id", "n", "pad", "extra"]) > 100
-    report = await _verify(mariadb.repl_dsn, url, db)
+    assert await _same_rows(server, db, url, "big", ["id", "n", "pad", "extra"]) > 2500
+    assert await _same_rows(server, db, url, "small", ["id", "n", "pad", "extra"]) > 100
+    report = await _verify(server.repl_dsn, url, db)
     assert report.equal, report.render_text()
     clickhouse_server.execute(f"DROP DATABASE IF EXISTS `{db}`")
 
@@ -423,7 +423,7 @@ async def test_new_initial_snapshot_replaces_what_a_killed_one_left(
 
 
 async def test_a_killed_replicate_load_is_replaced_and_snapshot_and_replicate_exclude_each_other(
-    spark: Any, fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path
+    spark: Any, fresh_server: MariaDBServer, clickhouse_server: Any, tmp_path: Path
 ) -> None:
     """``replicate``'s built-in initial load is SIGKILLed half-way (a fail point): an initial snapshot of the same
     replica then replaces what it wrote (the checkpoint said it was loading). While that snapshot runs (held
@@ -433,7 +433,7 @@ async def test_a_killed_replicate_load_is_replaced_and_snapshot_and_replicate_ex
     from tests.compare import assert_replica_equal
     from tests.faults import ReplicateProcess, create_tables, source_dsn, target_for, write
 
-    server = fresh_mariadb
+    server = fresh_server
     server.create_database("lk")
     create_tables(server, "lk", filler=30_000)
     url, env = target_for("server", clickhouse_server, tmp_path)
