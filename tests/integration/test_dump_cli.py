@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import skip_or_fail
 from mybinlog.testing._mysql import not_available_reason
+from tests.conftest import skip_or_fail
 from tests.servers import MariaDBServer, MySQLServer, find_mariadb, find_mysql
 from tests.workload import Workload, WorkloadResult, normalize, parse_type
 
@@ -531,9 +531,8 @@ def test_offsets_types_and_row_counts_match_mariadb_binlog(dumped: Dumped) -> No
         their_run: collections.Counter[str] = collections.Counter()
         for their, our in zip(theirs, ours, strict=True):
             their_run += their.rows
-            if our["type"] in ROWS_TYPES and our["offset"] in our_rows:
-                their_rows[our["offset"]], their_run = their_run, collections.Counter()
-            elif our["type"] not in ROWS_TYPES and their_run:
+            ends_run = our["offset"] in our_rows if our["type"] in ROWS_TYPES else bool(their_run)
+            if ends_run:
                 their_rows[our["offset"]], their_run = their_run, collections.Counter()
         unprintable = {offset for offset, rows in their_rows.items() if rows["unprintable"]}
         assert {o: r for o, r in their_rows.items() if o not in unprintable} == {
