@@ -39,6 +39,7 @@ from ..errors import (
     AuthenticationError,
     BinlogPurgedError,
     ConfigurationError,
+    GtidSetError,
     MybinlogError,
     PreconditionError,
     SourceConnectionError,
@@ -208,6 +209,24 @@ def _translate_errors(dsn: DSN, *, flavor: str | None = None, during: str = "") 
         if error is None:
             raise
         raise error from exc
+
+
+@contextlib.contextmanager
+def _tls_refused(dsn: DSN, tls: bool) -> Iterator[None]:
+    """A server that does not offer TLS answers the client's TLS request in the plain protocol, which the TLS layer
+    reports as ``WRONG_VERSION_NUMBER`` (asyncmy starts TLS whatever the server's capabilities): not a connection
+    problem that a retry fixes, but a server without TLS (MySQL starts without it when it cannot load its
+    certificate or with ``tls_version=''``; MariaDB has none unless given ``--ssl-cert``/``--ssl-key``)."""
+    try:
+        yield
+    except asyncmy_errors.MySQLError as exc:
+        if not tls or "WRONG_VERSION_NUMBER" not in str(exc):
+            raise
+        raise PreconditionError(
+            f"{dsn.display}: the server does not offer TLS, and the DSN asks for it (ssl={dsn.ssl}): enable TLS on "
+            "the server (MySQL: see its error log for 'Failed to set up SSL'; ssl_cert and ssl_key must be readable "
+            "by mysqld; MariaDB: start it with --ssl-cert and --ssl-key), or connect with ssl=false"
+        ) from exc
 
 
 def _mysql_error_args(exc: BaseException) -> tuple[int | None, str]:
@@ -486,7 +505,7 @@ class BinlogConnection:
         # (a server that accepts connections but does not answer must not hang us).
         try:
             async with asyncio.timeout(dsn.connect_timeout):
-                with _translate_errors(dsn, during="connecting"):
+                with _translate_errors(dsn, during="connecting"), _tls_refused(dsn, ssl_context is not None):
                     conn = await asyncmy.connect(
                         host=dsn.host,
                         port=dsn.port,
@@ -784,7 +803,15 @@ class BinlogConnection:
                 "file and position instead, or enable GTIDs (SET GLOBAL gtid_mode ... step by step to ON)"
             )
         if isinstance(gtid_set, str):
-            gtid_set = MySQLGtidSet.parse(gtid_set)
+            text = gtid_set
+            try:
+                gtid_set = MySQLGtidSet.parse(text)
+            except GtidSetError as exc:
+                mariadb = ": the server is MySQL, not MariaDB" if _MARIADB_GTID_RE.match(text.strip()) else ""
+                raise ConfigurationError(
+                    f"{text!r} is not a MySQL GTID set; expected uuid:interval lists like "
+                    f"'3e11fa47-71ca-11e1-9e33-c80aa9429562:1-100' (e.g. @@global.gtid_executed){mariadb}"
+                ) from exc
         if not isinstance(gtid_set, MySQLGtidSet):
             raise ConfigurationError(
                 f"gtid_set must be a MySQL GTID set (text or MySQLGtidSet), got {type(gtid_set).__name__}"
