@@ -276,9 +276,7 @@ def test_password_in_url_and_file_is_refused(server: MariaDBServer, source_table
 
 def test_status_dsn_with_password_file_and_environment_file(server: MariaDBServer, tmp_path: Path) -> None:
     path = _secret_file(tmp_path, "db.pw", server.repl_password)
-    by_option = _mybinlog(
-        "status", "--dsn", _bare_dsn(server), "--password-file", path, "--format", "json", env=_env()
-    )
+    by_option = _mybinlog("status", "--dsn", _bare_dsn(server), "--password-file", path, "--format", "json", env=_env())
     by_env = _mybinlog("status", "--dsn", _bare_dsn(server), "--format", "json", env=_env(MYBINLOG_PASSWORD_FILE=path))
     for proc in (by_option, by_env):
         assert proc.returncode == 0, proc.stderr
