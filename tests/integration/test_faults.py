@@ -1,5 +1,5 @@
-"""Faults around a running ``mybinlog replicate``: every case kills or restarts a real process (replicate, MariaDB,
-ClickHouse) or cuts a real connection, then compares the replica with the source row by row (tests/compare.py).
+"""Faults around a running ``mybinlog replicate``: every case kills or restarts a real process (replicate, MariaDB or
+MySQL, ClickHouse) or cuts a real connection, then compares the replica with the source row by row (tests/compare.py).
 
 * the source restarted mid-stream (clean shutdown and SIGKILL), then UPDATEs and DELETEs: the new binlog file's
   positions must give higher versions than the old file's (the bug: they were stamped with the old file's name);
@@ -68,11 +68,11 @@ def _readable(kind: str, url: str, clickhouse: Any) -> str:
     ],
 )
 async def test_source_restart_mid_stream(
-    fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path, kind: str, engine: str, how: str
+    fresh_server: MariaDBServer, clickhouse_server: Any, tmp_path: Path, kind: str, engine: str, how: str
 ) -> None:
     """The issue's minimal case: 20k filler rows, rows (-1, 'old') and (-2, 'old'); the server restarts while the
     replica streams; then UPDATE -1, DELETE -2, INSERT -3 and more transactions."""
-    server = fresh_mariadb
+    server = fresh_server
     server.create_database(DB)
     create_tables(server, DB)
     url, env = target_for(kind, clickhouse_server, tmp_path / "ch")
@@ -118,9 +118,9 @@ async def test_source_restart_mid_stream(
     ],
 )
 async def test_sigkill_in_every_phase(
-    fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path, kind: str, engine: str
+    fresh_server: MariaDBServer, clickhouse_server: Any, tmp_path: Path, kind: str, engine: str
 ) -> None:
-    server = fresh_mariadb
+    server = fresh_server
     server.create_database(DB)
     create_tables(server, DB)
     url, env = target_for(kind, clickhouse_server, tmp_path / "ch")
@@ -171,12 +171,12 @@ async def test_sigkill_in_every_phase(
 
 
 async def test_collapsing_batch_killed_between_inserts_then_merged_replays_exactly(
-    fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path
+    fresh_server: MariaDBServer, clickhouse_server: Any, tmp_path: Path
 ) -> None:
     """The process is SIGKILLed after an insert of a collapsing batch (18.16: no deduplication tokens) and a merge
     collapses what that batch wrote before the restart: the checkpoint says which inserts returned, so the restart
     writes only the others (a tail delete and a full replay would add the merged-away cancel rows again)."""
-    server = fresh_mariadb
+    server = fresh_server
     server.create_database(DB)
     create_tables(server, DB, filler=2_000)
     url, env = target_for("server", clickhouse_server, tmp_path)
@@ -201,13 +201,13 @@ async def test_collapsing_batch_killed_between_inserts_then_merged_replays_exact
 
 @pytest.mark.parametrize("failpoint", ["flush.after_inserts=6@stop", "flush.after_table=9@stop"])
 async def test_collapsing_batch_merged_before_its_checkpoint_is_not_replayed(
-    fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path, failpoint: str
+    fresh_server: MariaDBServer, clickhouse_server: Any, tmp_path: Path, failpoint: str
 ) -> None:
     """ClickHouse (18.16: no insert deduplication tokens) fails after some or all of a collapsing batch's inserts
     returned and before its checkpoint, and a merge meanwhile collapses the batch's cancel rows with the rows they
     cancel. Deleting the batch and replaying it would add those cancel rows again (sum(_sign) too low): the
     replicator knows which inserts returned, writes only the others again and saves the checkpoint."""
-    server = fresh_mariadb
+    server = fresh_server
     server.create_database(DB)
     create_tables(server, DB, filler=2_000)
     url, env = target_for("server", clickhouse_server, tmp_path)
@@ -237,11 +237,11 @@ async def test_collapsing_batch_merged_before_its_checkpoint_is_not_replayed(
 
 
 async def test_rotations_and_clickhouse_restart_mid_stream(
-    fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path
+    fresh_server: MariaDBServer, clickhouse_server: Any, tmp_path: Path
 ) -> None:
     """FLUSH BINARY LOGS several times and a restart of the ClickHouse server while a writer runs: replicate rides
     the outage (restarting from its checkpoint) and ends equal, without exiting."""
-    server = fresh_mariadb
+    server = fresh_server
     server.create_database(DB)
     create_tables(server, DB, filler=2_000)
     url, env = target_for("server", clickhouse_server, tmp_path)
@@ -294,11 +294,11 @@ class _ProxyThread:
 
 
 async def test_connections_cut_through_a_proxy(
-    fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path
+    fresh_server: MariaDBServer, clickhouse_server: Any, tmp_path: Path
 ) -> None:
     """The source connection (binlog dump and the replica lock) and the ClickHouse connection cut again and again
     under a writer: replicate reconnects, restarts from its checkpoint where needed, and ends equal."""
-    server = fresh_mariadb
+    server = fresh_server
     server.create_database(DB)
     create_tables(server, DB, filler=2_000)
     source_proxy = _ProxyThread(server.host, server.port)
@@ -355,31 +355,56 @@ async def test_connections_cut_through_a_proxy(
 
 
 def _follow(replica: MariaDBServer, primary: MariaDBServer) -> None:
-    """Make ``replica`` a real MariaDB replica of ``primary`` (GTID positioning) and wait until it has caught up."""
+    """Make ``replica`` a real replica of ``primary`` (GTID positioning, the server's own replication) and wait until
+    it has caught up."""
     gtid = primary.gtid_binlog_pos()
-    replica.execute(
-        f"CHANGE MASTER TO MASTER_HOST='{primary.host}', MASTER_PORT={primary.port}, "
-        f"MASTER_USER='{primary.repl_user}', MASTER_PASSWORD='{primary.repl_password}', MASTER_USE_GTID=slave_pos"
-    )
-    replica.execute("START SLAVE")
+    if replica.flavor == "mariadb":
+        replica.execute(
+            f"CHANGE MASTER TO MASTER_HOST='{primary.host}', MASTER_PORT={primary.port}, "
+            f"MASTER_USER='{primary.repl_user}', MASTER_PASSWORD='{primary.repl_password}', MASTER_USE_GTID=slave_pos"
+        )
+        replica.execute("START SLAVE")
+    else:  # MySQL 8.4+ syntax; caching_sha2_password over plain TCP: the source's RSA key, asked for
+        replica.execute(
+            f"CHANGE REPLICATION SOURCE TO SOURCE_HOST='{primary.host}', SOURCE_PORT={primary.port}, "
+            f"SOURCE_USER='{primary.repl_user}', SOURCE_PASSWORD='{primary.repl_password}', SOURCE_AUTO_POSITION=1, "
+            "GET_SOURCE_PUBLIC_KEY=1"
+        )
+        replica.execute("START REPLICA")
     _caught_up(replica, gtid)
 
 
 def _caught_up(replica: MariaDBServer, gtid: str) -> None:
-    waited = replica.query_value("SELECT MASTER_GTID_WAIT(%s, 60)", (gtid,))
-    assert waited == 0, f"the replica did not reach {gtid}: {replica.query('SHOW SLAVE STATUS')}"
+    if replica.flavor == "mariadb":
+        waited = replica.query_value("SELECT MASTER_GTID_WAIT(%s, 60)", (gtid,))
+        status = "SHOW SLAVE STATUS"
+    else:
+        waited = replica.query_value("SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, 60)", (gtid,))
+        status = "SHOW REPLICA STATUS"
+    assert waited == 0, f"the replica did not reach {gtid}: {replica.query(status)}"
+
+
+def _promote(replica: MariaDBServer) -> None:
+    """Stop replicating and forget the source: ``replica`` is now a primary."""
+    if replica.flavor == "mariadb":
+        replica.execute("STOP SLAVE")
+        replica.execute("RESET SLAVE ALL")
+    else:
+        replica.execute("STOP REPLICA")
+        replica.execute("RESET REPLICA ALL")
 
 
 @pytest.mark.parametrize(("kind", "engine"), [("server", "replacing"), ("chdb", "collapsing")])
 async def test_failover_to_a_replica_with_the_same_gtid_history(
-    mariadb_factory: Any, clickhouse_server: Any, tmp_path: Path, kind: str, engine: str
+    server_kind: str, server_factory: Any, clickhouse_server: Any, tmp_path: Path, kind: str, engine: str
 ) -> None:
     """replicate reads the primary through a proxy; the primary has rotated to binlog.000006 while the replica
     writes binlog.000001. The proxy is switched to the replica and the connections cut (a failover), the replica is
     promoted and written to. Its positions carry another server_id and lower file numbers: versions must continue
     above everything written (a new version base), and the replica ends equal to the new primary."""
-    primary = mariadb_factory(server_id=1)
-    standby = mariadb_factory(server_id=2, log_slave_updates=True)
+    primary = server_factory(server_id=1)
+    # the standby logs what it replicates (MySQL: log_replica_updates, on by default)
+    standby = server_factory(server_id=2, **({"log_slave_updates": True} if server_kind == "mariadb" else {}))
     primary.create_database(DB)
     create_tables(primary, DB, filler=2_000)
     for _ in range(5):
@@ -409,8 +434,7 @@ async def test_failover_to_a_replica_with_the_same_gtid_history(
             _caught_up(standby, primary.gtid_binlog_pos())
             # the failover: the address now leads to the standby, which is promoted
             proxy.proxy.target = (standby.host, standby.port)
-            standby.execute("STOP SLAVE")
-            standby.execute("RESET SLAVE ALL")
+            _promote(standby)
             primary.stop()  # closes the connections through the proxy (the cut is for any still open)
             proxy.cut()
             n = write(standby, DB, n, 10)
@@ -428,12 +452,12 @@ async def test_failover_to_a_replica_with_the_same_gtid_history(
 
 
 async def test_collapsing_replay_is_exact_whatever_the_flush_timing(
-    fresh_mariadb: MariaDBServer, tmp_path: Path
+    fresh_server: MariaDBServer, tmp_path: Path
 ) -> None:
     """A collapsing batch of several transactions is killed after its first table was inserted (chdb: insert
     deduplication tokens). The replay must end exactly where the batch ended, even when the restarted process flushes
     after 1 ms: a flush in the middle of the replay would insert the first table's rows again under another token."""
-    server = fresh_mariadb
+    server = fresh_server
     server.create_database(DB)
     create_tables(server, DB, filler=200)
     url = f"chdb://{tmp_path / 'ch'}"
