@@ -3,10 +3,11 @@ while the source itself is restarted and rotates its binlog under it.
 
 A writer keeps running the randomized workload (every column type, multi-row statements, updates that change
 nothing but ``rev``, deletes, ALTER TABLE ADD/DROP COLUMN mid-stream) while ``mybinlog replicate`` runs as a real
-child process. Each round the test waits for a random number (0-3) of checkpoints, then at random restarts MariaDB
-(a clean shutdown or SIGKILL, the writer paused between transactions meanwhile) or rotates its binlog (FLUSH BINARY
-LOGS) under the running replicator, waits for more checkpoints, and SIGKILLs the replicator. 20 kills with the
-ClickHouse server (replacing and collapsing engines), 8 with chdb (replacing_is_deleted; its start is slower).
+child process. Each round the test waits for a random number (0-3) of checkpoints, then at random restarts the
+source (MariaDB or MySQL: a clean shutdown or SIGKILL, the writer paused between transactions meanwhile) or rotates
+its binlog (FLUSH BINARY LOGS) under the running replicator, waits for more checkpoints, and SIGKILLs the
+replicator. 20 kills with the ClickHouse server (replacing and collapsing engines), 8 with chdb
+(replacing_is_deleted; its start is slower).
 Finally it catches up (``--once``); the replica is compared with the source row by row (tests/compare.py) and by
 ``mybinlog verify`` (row counts, checksums over all columns, duplicates visible through FINAL) in a child process.
 """
@@ -195,17 +196,17 @@ def _scenario(
     finish_and_verify(server, target, env, args, readable, engine)
 
 
-def test_sigkill_chdb(fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path) -> None:
-    fresh_mariadb.create_database("crash_chdb")
-    _scenario(fresh_mariadb, "crash_chdb", "chdb", "replacing_is_deleted", clickhouse_server, tmp_path, 11, KILLS_CHDB)
+def test_sigkill_chdb(fresh_server: MariaDBServer, clickhouse_server: Any, tmp_path: Path) -> None:
+    fresh_server.create_database("crash_chdb")
+    _scenario(fresh_server, "crash_chdb", "chdb", "replacing_is_deleted", clickhouse_server, tmp_path, 11, KILLS_CHDB)
 
 
 @pytest.mark.parametrize(("engine", "kills", "seed"), [("replacing", KILLS, 12), ("collapsing", KILLS // 2, 13)])
 def test_sigkill_clickhouse_server(
-    fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path, engine: str, kills: int, seed: int
+    fresh_server: MariaDBServer, clickhouse_server: Any, tmp_path: Path, engine: str, kills: int, seed: int
 ) -> None:
-    fresh_mariadb.create_database("crash_server")
-    _scenario(fresh_mariadb, "crash_server", "server", engine, clickhouse_server, tmp_path, seed, kills)
+    fresh_server.create_database("crash_server")
+    _scenario(fresh_server, "crash_server", "server", engine, clickhouse_server, tmp_path, seed, kills)
 
 
 def _server_url(server: Any) -> str:
@@ -214,15 +215,15 @@ def _server_url(server: Any) -> str:
 
 
 def test_sigterm_stops_cleanly_and_status_is_served(
-    mariadb: MariaDBServer, db: str, clickhouse_server: Any, tmp_path: Path
+    server: MariaDBServer, db: str, clickhouse_server: Any, tmp_path: Path
 ) -> None:
-    conn = mariadb.connect(database=db)
+    conn = server.connect(database=db)
     wl = Workload(21, tables=("composite_pk",))
     wl.run(conn, db, n_transactions=3, statements_per_txn=3, ddl_every=0)
     target = _server_url(clickhouse_server)
     status_file = tmp_path / "status.json"
     proc = subprocess.Popen(
-        [*_replicate_cmd(mariadb.repl_dsn, target, db), "--status-address", f"file:{status_file}"],
+        [*_replicate_cmd(server.repl_dsn, target, db), "--status-address", f"file:{status_file}"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -244,7 +245,7 @@ def test_sigterm_stops_cleanly_and_status_is_served(
         assert shown.returncode == 0, shown.stderr
         assert '"dispatcher_name"' in shown.stdout
         assert '"mysql_binlog_executed_gtid_set"' in shown.stdout
-        assert mariadb.repl_password not in shown.stdout
+        assert server.repl_password not in shown.stdout
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=120)
     finally:
@@ -255,7 +256,7 @@ def test_sigterm_stops_cleanly_and_status_is_served(
     assert '"state": "stopped"' in out
     conn.close()
     finish_and_verify(
-        mariadb,
+        server,
         clickhouse_server.url(with_password=False),
         {"MYBINLOG_CH_PASSWORD": clickhouse_server.password},
         (db, "--target-database", db),
