@@ -1,6 +1,7 @@
-"""BinlogConnection against real private MariaDB servers: connect, checks, dumps, heartbeats, failures.
+"""BinlogConnection against real private servers (MariaDB 10.11 and Oracle MySQL 9.7): connect, checks, dumps,
+heartbeats, failures, TLS and caching_sha2_password authentication.
 
-Tests on the shared ``mariadb`` server only look at the binlog range they wrote themselves (they start dumps at
+Tests on the shared ``server`` server only look at the binlog range they wrote themselves (they start dumps at
 a position taken just before their writes). Tests that restart, kill or reconfigure a server use their own.
 """
 
@@ -13,8 +14,9 @@ import shutil
 import signal
 import socket
 import subprocess
+import uuid
 import zlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,7 @@ from mybinlog.source._connection import (
     translate_server_error,
 )
 from mybinlog.source._dsn import DSN
+from mybinlog.testing._mysql import find_mysql
 from tests.conftest import skip_or_fail
 from tests.servers import MariaDBServer
 
@@ -51,6 +54,9 @@ FORMAT_DESCRIPTION = 15
 XID = 16
 WRITE_ROWS_V1 = 23
 HEARTBEAT = 27
+ROWS_QUERY = 29
+WRITE_ROWS_V2 = 30
+MYSQL_GTID = 33
 GTID_LIST = 163
 ANNOTATE_ROWS = 160
 MARIADB_GTID = 162
@@ -78,6 +84,42 @@ def gtid_of(event: bytes) -> tuple[int, int, int]:
     seq = int.from_bytes(event[19:27], "little")
     domain = int.from_bytes(event[27:31], "little")
     return domain, header(event)["server_id"], seq
+
+
+def write_rows_type(server: MariaDBServer) -> int:
+    """The WRITE_ROWS event type the server logs: MariaDB 10.11 writes v1 events, MySQL 8+ v2."""
+    return WRITE_ROWS_V1 if server.flavor == "mariadb" else WRITE_ROWS_V2
+
+
+def gtid_type(server: MariaDBServer) -> int:
+    """The type of the server's GTID events (the test servers write untagged GTIDs on MySQL)."""
+    return MARIADB_GTID if server.flavor == "mariadb" else MYSQL_GTID
+
+
+def gtid_text(event: bytes) -> str:
+    """The GTID of a GTID event as its server writes it: MariaDB ``domain-server-seq``, MySQL ``uuid:gno``."""
+    if event[4] == MARIADB_GTID:
+        return "-".join(map(str, gtid_of(event)))
+    assert event[4] == MYSQL_GTID, f"not a GTID event: type {event[4]}"
+    # MySQL GTID_LOG_EVENT body: flags (1 byte), the source's UUID (16 bytes), the transaction number (8 bytes)
+    return f"{uuid.UUID(bytes=event[20:36])}:{int.from_bytes(event[36:44], 'little')}"
+
+
+def last_gtid(server: MariaDBServer) -> str:
+    """The GTID of the server's last transaction, in the form :func:`gtid_text` gives."""
+    if server.flavor == "mariadb":
+        return server.gtid_binlog_pos()  # the test servers write in one domain
+    intervals = MySQLGtidSet.parse(server.gtid_position()).intervals(server.server_uuid)
+    return f"{server.server_uuid}:{intervals[-1][1]}"
+
+
+def next_gtids(after: str, count: int) -> list[str]:
+    """The ``count`` GTIDs a server writes after the GTID ``after`` (same source, numbers one up each)."""
+    if ":" in after:
+        source, number = after.rsplit(":", 1)
+        return [f"{source}:{int(number) + n}" for n in range(1, count + 1)]
+    domain, server_id, seq = (int(x) for x in after.split("-"))
+    return [f"{domain}-{server_id}-{seq + n}" for n in range(1, count + 1)]
 
 
 async def read_all(conn: BinlogConnection) -> list[bytes]:
@@ -120,8 +162,8 @@ async def read_until(conn: BinlogConnection, predicate: Callable[[bytes], bool])
 
 
 @pytest.fixture
-async def repl(mariadb: MariaDBServer) -> AsyncIterator[BinlogConnection]:
-    conn = await BinlogConnection.connect(DSN.parse(mariadb.repl_dsn), heartbeat_period=1.0)
+async def repl(server: MariaDBServer) -> AsyncIterator[BinlogConnection]:
+    conn = await BinlogConnection.connect(DSN.parse(server.repl_dsn), heartbeat_period=1.0)
     try:
         yield conn
     finally:
@@ -137,13 +179,13 @@ def free_port() -> int:
 # -- connecting -----------------------------------------------------------------------------------------------
 
 
-async def test_connect_reads_server_info(mariadb: MariaDBServer, repl: BinlogConnection) -> None:
+async def test_connect_reads_server_info(server: MariaDBServer, repl: BinlogConnection) -> None:
     info = repl.info
-    assert info.flavor == "mariadb"
-    assert info.version == mariadb.version_tuple
-    assert info.version_string == mariadb.version
-    assert info.server_id == mariadb.server_id
-    assert info.server_uuid is None
+    assert info.flavor == server.flavor
+    assert info.version == server.version_tuple
+    assert info.version_string == server.version
+    assert info.server_id == server.server_id
+    assert info.server_uuid == (None if server.flavor == "mariadb" else server.server_uuid)
     assert info.gtid_mode is True
     assert info.log_bin is True
     assert (info.binlog_format, info.binlog_row_image, info.binlog_row_metadata) == ("ROW", "FULL", "FULL")
@@ -153,19 +195,19 @@ async def test_connect_reads_server_info(mariadb: MariaDBServer, repl: BinlogCon
     assert repl.dsn.password not in repr(repl)
 
 
-async def test_current_position_and_binlog_files(mariadb: MariaDBServer, repl: BinlogConnection) -> None:
+async def test_current_position_and_binlog_files(server: MariaDBServer, repl: BinlogConnection) -> None:
     file, position, gtid = await repl.current_position()
-    assert (file, position) == mariadb.master_status()
-    assert gtid == mariadb.gtid_binlog_pos()
+    assert (file, position) == server.master_status()
+    assert gtid == server.gtid_binlog_pos()
     files = await repl.binlog_files()
-    assert files == mariadb.binlog_files()
+    assert files == server.binlog_files()
     assert files[-1] == (file, position)
 
 
-async def test_server_id_is_sent_and_must_be_unique(mariadb: MariaDBServer) -> None:
+async def test_server_id_is_sent_and_must_be_unique(server: MariaDBServer) -> None:
     # A second dump with the same server_id makes the server kill the first: the id reaches the server, and
     # this is why every reader needs its own.
-    dsn = DSN.parse(mariadb.repl_dsn)
+    dsn = DSN.parse(server.repl_dsn)
     first = await BinlogConnection.connect(dsn, server_id=4242)
     second = await BinlogConnection.connect(dsn, server_id=4242)
     try:
@@ -183,15 +225,15 @@ async def test_server_id_is_sent_and_must_be_unique(mariadb: MariaDBServer) -> N
         await second.close()
 
 
-async def test_wrong_password_is_authentication_error(mariadb: MariaDBServer) -> None:
+async def test_wrong_password_is_authentication_error(server: MariaDBServer) -> None:
     secret = "Wr0ng-Secret-Xy"
-    dsn = DSN(host=mariadb.host, port=mariadb.port, user="repl", password=secret)
+    dsn = DSN(host=server.host, port=server.port, user="repl", password=secret)
     with pytest.raises(AuthenticationError) as info:
         await BinlogConnection.connect(dsn)
     error = info.value
     assert error.errno == 1045
     assert error.retriable is False
-    assert f"repl@127.0.0.1:{mariadb.port}" in str(error)
+    assert f"repl@127.0.0.1:{server.port}" in str(error)
     for text in (str(error), repr(error), str(error.__cause__), repr(error.__cause__)):
         assert secret not in text
 
@@ -206,15 +248,17 @@ async def test_unreachable_port_is_connection_error() -> None:
     assert "pw-Unreach4ble" not in str(info.value)
 
 
-async def test_missing_privilege_is_authentication_error_naming_the_grant(mariadb: MariaDBServer) -> None:
-    mariadb.execute("CREATE USER IF NOT EXISTS 'noslave'@'%' IDENTIFIED BY 'noslave-pw'")
-    mariadb.execute("GRANT BINLOG MONITOR ON *.* TO 'noslave'@'%'")
+async def test_missing_privilege_is_authentication_error_naming_the_grant(server: MariaDBServer) -> None:
+    # the other privilege a reader needs: MariaDB's BINLOG MONITOR, MySQL's REPLICATION CLIENT
+    monitor = "BINLOG MONITOR" if server.flavor == "mariadb" else "REPLICATION CLIENT"
+    server.execute("CREATE USER IF NOT EXISTS 'noslave'@'%' IDENTIFIED BY 'noslave-pw'")
+    server.execute(f"GRANT {monitor} ON *.* TO 'noslave'@'%'")
     try:
-        dsn = DSN(host=mariadb.host, port=mariadb.port, user="noslave", password="noslave-pw")
+        dsn = DSN(host=server.host, port=server.port, user="noslave", password="noslave-pw")
         with pytest.raises(AuthenticationError) as info:
             await BinlogConnection.connect(dsn)
-        assert "REPLICATION SLAVE" in str(info.value)
-        assert "GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.*" in str(info.value)
+        assert "lacks REPLICATION SLAVE," in str(info.value)
+        assert f"GRANT REPLICATION SLAVE, {monitor} ON *.*" in str(info.value)
         assert "noslave-pw" not in str(info.value)
         # without the check, the server itself refuses the dump, and the error is translated the same way
         async with await BinlogConnection.connect(dsn, check_preconditions=False) as conn:
@@ -223,14 +267,14 @@ async def test_missing_privilege_is_authentication_error_naming_the_grant(mariad
             assert info.value.errno == 1227
             assert "GRANT REPLICATION SLAVE" in str(info.value)
     finally:
-        mariadb.execute("DROP USER IF EXISTS 'noslave'@'%'")
+        server.execute("DROP USER IF EXISTS 'noslave'@'%'")
 
 
 # -- preconditions --------------------------------------------------------------------------------------------
 
 
-async def test_statement_format_is_precondition_error(mariadb_factory: Callable[..., MariaDBServer]) -> None:
-    server = mariadb_factory(binlog_format="STATEMENT")
+async def test_statement_format_is_precondition_error(server_factory: Callable[..., MariaDBServer]) -> None:
+    server = server_factory(binlog_format="STATEMENT")
     dsn = DSN.parse(server.repl_dsn)
     with pytest.raises(PreconditionError) as info:
         await BinlogConnection.connect(dsn)
@@ -249,20 +293,20 @@ async def test_statement_format_is_precondition_error(mariadb_factory: Callable[
 
 
 async def test_row_metadata_minimal_is_only_a_warning(
-    fresh_mariadb: MariaDBServer, caplog: pytest.LogCaptureFixture
+    fresh_server: MariaDBServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    fresh_mariadb.execute("SET GLOBAL binlog_row_metadata = 'MINIMAL'")
+    fresh_server.execute("SET GLOBAL binlog_row_metadata = 'MINIMAL'")
     with caplog.at_level(logging.WARNING, logger="mybinlog.transport"):
-        async with await BinlogConnection.connect(DSN.parse(fresh_mariadb.repl_dsn)) as conn:
+        async with await BinlogConnection.connect(DSN.parse(fresh_server.repl_dsn)) as conn:
             assert conn.info.binlog_row_metadata == "MINIMAL"
     warnings = [r for r in caplog.records if r.name == "mybinlog.transport" and r.levelno == logging.WARNING]
     assert len(warnings) == 1
     assert "binlog_row_metadata is MINIMAL" in warnings[0].getMessage()
-    assert fresh_mariadb.repl_password not in warnings[0].getMessage()
+    assert fresh_server.repl_password not in warnings[0].getMessage()
 
 
-async def test_binlog_off_is_precondition_error(mariadb_factory: Callable[..., MariaDBServer]) -> None:
-    server = mariadb_factory(log_bin=None)
+async def test_binlog_off_is_precondition_error(server_factory: Callable[..., MariaDBServer]) -> None:
+    server = server_factory(log_bin=None)
     with pytest.raises(PreconditionError, match=r"log_bin=OFF.*--log-bin"):
         await BinlogConnection.connect(DSN.parse(server.repl_dsn))
 
@@ -270,12 +314,12 @@ async def test_binlog_off_is_precondition_error(mariadb_factory: Callable[..., M
 # -- dumps ----------------------------------------------------------------------------------------------------
 
 
-async def test_file_position_nonblocking_dump(mariadb: MariaDBServer, db: str, repl: BinlogConnection) -> None:
-    mariadb.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(20))")
+async def test_file_position_nonblocking_dump(server: MariaDBServer, db: str, repl: BinlogConnection) -> None:
+    server.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(20))")
     file, start, _gtid = await repl.current_position()
     for i in range(3):
-        mariadb.execute(f"INSERT INTO `{db}`.t VALUES (%s, %s)", (i, f"value {i}"))
-    end_file, end = mariadb.master_status()
+        server.execute(f"INSERT INTO `{db}`.t VALUES (%s, %s)", (i, f"value {i}"))
+    end_file, end = server.master_status()
     assert end_file == file
 
     await repl.start_dump(file=file, position=start, blocking=False)
@@ -295,21 +339,21 @@ async def test_file_position_nonblocking_dump(mariadb: MariaDBServer, db: str, r
         assert h["size"] == len(event)
         assert crc_ok(event), f"bad CRC32 in event type {h['type']}"
     types = [h["type"] for h in headers]
-    assert types.count(WRITE_ROWS_V1) == 3
+    assert types.count(write_rows_type(server)) == 3
     assert types.count(XID) == 3
     # nothing lost at the end: the last event ends exactly at the binlog's end, and it is the last commit
     assert headers[-1]["log_pos"] == end
     assert headers[-1]["type"] == XID
 
 
-async def test_read_events_returns_the_same_events_in_bulk(mariadb: MariaDBServer, db: str) -> None:
-    mariadb.execute(f"CREATE TABLE `{db}`.m (id INT PRIMARY KEY, v MEDIUMTEXT)")
-    dsn = DSN.parse(mariadb.repl_dsn)
+async def test_read_events_returns_the_same_events_in_bulk(server: MariaDBServer, db: str) -> None:
+    server.execute(f"CREATE TABLE `{db}`.m (id INT PRIMARY KEY, v MEDIUMTEXT)")
+    dsn = DSN.parse(server.repl_dsn)
     async with await BinlogConnection.connect(dsn) as conn:
         file, start, _ = await conn.current_position()
-    mariadb.execute(f"INSERT INTO `{db}`.m VALUES (1, REPEAT('a', 100000))")
+    server.execute(f"INSERT INTO `{db}`.m VALUES (1, REPEAT('a', 100000))")
     for i in range(2, 200):
-        mariadb.execute(f"INSERT INTO `{db}`.m VALUES (%s, 'b')", (i,))
+        server.execute(f"INSERT INTO `{db}`.m VALUES (%s, 'b')", (i,))
     async with await BinlogConnection.connect(dsn) as conn:
         await conn.start_dump(file=file, position=start, blocking=False)
         one_by_one = await read_all(conn)
@@ -329,21 +373,21 @@ async def test_read_events_returns_the_same_events_in_bulk(mariadb: MariaDBServe
 
 
 async def test_gtid_nonblocking_dump_delivers_exactly_the_later_transactions(
-    mariadb: MariaDBServer, db: str, repl: BinlogConnection
+    server: MariaDBServer, db: str, repl: BinlogConnection
 ) -> None:
-    mariadb.execute(f"CREATE TABLE `{db}`.g (id INT PRIMARY KEY)")
-    before = mariadb.gtid_binlog_pos()
-    domain, server_id, seq = (int(x) for x in before.split("-"))
+    server.execute(f"CREATE TABLE `{db}`.g (id INT PRIMARY KEY)")
+    before = server.gtid_position()  # MariaDB @@gtid_binlog_pos, MySQL @@global.gtid_executed
+    last = last_gtid(server)
     for i in range(5):
-        mariadb.execute(f"INSERT INTO `{db}`.g VALUES (%s)", (i,))
-    end_file, end = mariadb.master_status()
+        server.execute(f"INSERT INTO `{db}`.g VALUES (%s)", (i,))
+    end_file, end = server.master_status()
 
     await repl.start_dump(gtid_set=before, blocking=False)
     events = await read_all(repl)
-    gtids = [gtid_of(e) for e in events if e[4] == MARIADB_GTID]
-    assert gtids == [(domain, server_id, seq + n) for n in range(1, 6)]
+    gtids = [gtid_text(e) for e in events if e[4] == gtid_type(server)]
+    assert gtids == next_gtids(last, 5)
     headers = [header(e) for e in events]
-    assert [h["type"] for h in headers].count(WRITE_ROWS_V1) == 5
+    assert [h["type"] for h in headers].count(write_rows_type(server)) == 5
     assert all(crc_ok(e) for e in events)
     # the stream runs to the very end of the binlog: the last XID ends at the current end position
     assert headers[-1]["type"] == XID
@@ -352,57 +396,85 @@ async def test_gtid_nonblocking_dump_delivers_exactly_the_later_transactions(
     assert rotate[27:-4].decode() == end_file
 
 
-async def test_annotate_rows_on_request(mariadb: MariaDBServer, db: str, repl: BinlogConnection) -> None:
-    mariadb.execute(f"CREATE TABLE `{db}`.a (id INT PRIMARY KEY)")
+@pytest.mark.servers("mariadb")  # ANNOTATE_ROWS and the dump flag that asks for them are MariaDB's
+async def test_annotate_rows_on_request(server: MariaDBServer, db: str, repl: BinlogConnection) -> None:
+    server.execute(f"CREATE TABLE `{db}`.a (id INT PRIMARY KEY)")
     file, start, _ = await repl.current_position()
-    mariadb.execute(f"INSERT INTO `{db}`.a VALUES (7)")
+    server.execute(f"INSERT INTO `{db}`.a VALUES (7)")
     await repl.start_dump(file=file, position=start, blocking=False, annotate_rows=True)
     annotated = [e for e in await read_all(repl) if e[4] == ANNOTATE_ROWS]
     assert len(annotated) == 1
     assert f"INSERT INTO `{db}`.a VALUES (7)".encode() in annotated[0]
     # without the flag MariaDB leaves them out
-    async with await BinlogConnection.connect(DSN.parse(mariadb.repl_dsn)) as conn:
+    async with await BinlogConnection.connect(DSN.parse(server.repl_dsn)) as conn:
         await conn.start_dump(file=file, position=start, blocking=False)
         assert ANNOTATE_ROWS not in [e[4] for e in await read_all(conn)]
 
 
-async def test_gtid_dump_accepts_a_gtid_set_object(mariadb: MariaDBServer, db: str) -> None:
-    mariadb.execute(f"CREATE TABLE `{db}`.o (id INT PRIMARY KEY)")
-    before = MariaDBGtidSet.parse(mariadb.gtid_binlog_pos())
-    mariadb.execute(f"INSERT INTO `{db}`.o VALUES (1)")
-    after = mariadb.gtid_binlog_pos()
-    async with await BinlogConnection.connect(DSN.parse(mariadb.repl_dsn)) as conn:
+@pytest.mark.servers("mysql")
+async def test_rows_query_events_stream_whenever_logged(server: MariaDBServer, db: str) -> None:
+    # MySQL logs the statement before its rows (ROWS_QUERY) when binlog_rows_query_log_events is on (a session
+    # variable) and streams it without being asked; annotate_rows (MariaDB's flag) changes nothing there
+    server.execute(f"CREATE TABLE `{db}`.a (id INT PRIMARY KEY)")
+    dsn = DSN.parse(server.repl_dsn)
+    async with await BinlogConnection.connect(dsn) as conn:
+        file, start, _ = await conn.current_position()
+    writer = server.connect()
+    try:
+        with writer.cursor() as cur:
+            cur.execute("SET SESSION binlog_rows_query_log_events = ON")
+            cur.execute(f"INSERT INTO `{db}`.a VALUES (7)")
+            cur.execute("SET SESSION binlog_rows_query_log_events = OFF")
+            cur.execute(f"INSERT INTO `{db}`.a VALUES (8)")
+    finally:
+        writer.close()
+    for annotate in (False, True):
+        async with await BinlogConnection.connect(dsn) as conn:
+            await conn.start_dump(file=file, position=start, blocking=False, annotate_rows=annotate)
+            events = await read_all(conn)
+        queries = [e for e in events if e[4] == ROWS_QUERY]
+        assert len(queries) == 1
+        assert f"INSERT INTO `{db}`.a VALUES (7)".encode() in queries[0]
+        assert [e[4] for e in events].count(WRITE_ROWS_V2) == 2
+
+
+async def test_gtid_dump_accepts_a_gtid_set_object(server: MariaDBServer, db: str) -> None:
+    server.execute(f"CREATE TABLE `{db}`.o (id INT PRIMARY KEY)")
+    gtid_set_class = MariaDBGtidSet if server.flavor == "mariadb" else MySQLGtidSet
+    before = gtid_set_class.parse(server.gtid_position())
+    server.execute(f"INSERT INTO `{db}`.o VALUES (1)")
+    after = last_gtid(server)
+    async with await BinlogConnection.connect(DSN.parse(server.repl_dsn)) as conn:
         await conn.start_dump(gtid_set=before, blocking=False)
         events = await read_all(conn)
-    gtids = [gtid_of(e) for e in events if e[4] == MARIADB_GTID]
-    assert ["-".join(map(str, g)) for g in gtids] == [after]
+    assert [gtid_text(e) for e in events if e[4] == gtid_type(server)] == [after]
 
 
-async def test_blocking_dump_delivers_later_writes(mariadb: MariaDBServer, db: str, repl: BinlogConnection) -> None:
-    mariadb.execute(f"CREATE TABLE `{db}`.b (id INT PRIMARY KEY)")
+async def test_blocking_dump_delivers_later_writes(server: MariaDBServer, db: str, repl: BinlogConnection) -> None:
+    server.execute(f"CREATE TABLE `{db}`.b (id INT PRIMARY KEY)")
     file, position, _ = await repl.current_position()
     await repl.start_dump(file=file, position=position, blocking=True)
     first = await repl.read_event()
     assert first is not None
     assert first[4] == ROTATE
     # written after the dump started: the server pushes it to us
-    mariadb.execute(f"INSERT INTO `{db}`.b VALUES (42)")
+    server.execute(f"INSERT INTO `{db}`.b VALUES (42)")
     events = await read_until(repl, lambda e: e[4] == XID)
-    assert [e[4] for e in events].count(WRITE_ROWS_V1) == 1
+    assert [e[4] for e in events].count(write_rows_type(server)) == 1
     assert repl.streaming
 
 
-async def test_cancelled_read_loses_no_event(mariadb: MariaDBServer, db: str, repl: BinlogConnection) -> None:
-    mariadb.execute(f"CREATE TABLE `{db}`.c (id INT PRIMARY KEY)")
+async def test_cancelled_read_loses_no_event(server: MariaDBServer, db: str, repl: BinlogConnection) -> None:
+    server.execute(f"CREATE TABLE `{db}`.c (id INT PRIMARY KEY)")
     file, position, _ = await repl.current_position()
     await repl.start_dump(file=file, position=position, blocking=True)
     # drain what the server sends at the start, until a read has to wait
     assert await drain_until_idle(repl, 0.3) >= 2  # at least the fake ROTATE and FORMAT_DESCRIPTION
-    mariadb.execute(f"INSERT INTO `{db}`.c VALUES (1)")
+    server.execute(f"INSERT INTO `{db}`.c VALUES (1)")
     events = await read_until(repl, lambda e: e[4] == XID)
     types = [e[4] for e in events]
-    assert MARIADB_GTID in types
-    assert types.count(WRITE_ROWS_V1) == 1
+    assert gtid_type(server) in types
+    assert types.count(write_rows_type(server)) == 1
     assert all(crc_ok(e) for e in events)
 
 
@@ -414,10 +486,10 @@ async def test_no_queries_while_streaming(repl: BinlogConnection) -> None:
         await repl.start_dump(blocking=True)
 
 
-async def test_stream_query_reads_in_batches_and_translates_errors(mariadb: MariaDBServer, db: str) -> None:
-    mariadb.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(10))")
-    mariadb.execute(f"INSERT INTO {db}.t SELECT seq, CONCAT('v', seq) FROM {db}.seq_1_to_2500")
-    async with await BinlogConnection.connect(DSN.parse(mariadb.admin_dsn), heartbeat_period=0) as conn:
+async def test_stream_query_reads_in_batches_and_translates_errors(server: MariaDBServer, db: str) -> None:
+    server.execute(f"CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(10))")
+    server.execute(f"INSERT INTO {db}.t VALUES " + ", ".join(f"({i}, 'v{i}')" for i in range(1, 2501)))
+    async with await BinlogConnection.connect(DSN.parse(server.admin_dsn), heartbeat_period=0) as conn:
         batches = [b async for b in conn.stream_query(f"SELECT id, v FROM {db}.t ORDER BY id", batch_rows=1000)]
         assert [len(b) for b in batches] == [1000, 1000, 500]
         assert [r for b in batches for r in b] == [(i, f"v{i}") for i in range(1, 2501)]
@@ -431,7 +503,7 @@ async def test_stream_query_reads_in_batches_and_translates_errors(mariadb: Mari
             async for _ in conn.stream_query(f"SELECT nope FROM {db}.t"):
                 pass
         assert info.value.errno == 1054
-        assert DSN.parse(mariadb.admin_dsn).password not in str(info.value)
+        assert DSN.parse(server.admin_dsn).password not in str(info.value)
         await conn.start_dump(blocking=False)
         with pytest.raises(ConfigurationError, match="streaming"):
             await anext(conn.stream_query("SELECT 1"))
@@ -442,19 +514,25 @@ async def test_read_before_start_dump_is_an_error(repl: BinlogConnection) -> Non
         await repl.read_event()
 
 
-async def test_invalid_start_arguments(repl: BinlogConnection) -> None:
+async def test_invalid_start_arguments(server: MariaDBServer, repl: BinlogConnection) -> None:
+    valid = "0-1-1" if server.flavor == "mariadb" else f"{server.server_uuid}:1"
     with pytest.raises(ConfigurationError, match="not both"):
-        await repl.start_dump(file="binlog.000001", gtid_set="0-1-1")
+        await repl.start_dump(file="binlog.000001", gtid_set=valid)
     with pytest.raises(ConfigurationError, match="position"):
         await repl.start_dump(file="binlog.000001", position=1)
-    with pytest.raises(ConfigurationError, match="MariaDB GTID position"):
-        await repl.start_dump(gtid_set="0-1-1'; DROP TABLE x; --")
+    kind = "MariaDB GTID position" if server.flavor == "mariadb" else "MySQL GTID set"
+    with pytest.raises(ConfigurationError, match=kind):
+        await repl.start_dump(gtid_set=f"{valid}'; DROP TABLE x; --")
+    # the other flavour's GTID text names the server's own form
+    other = f"{uuid.uuid4()}:1-5" if server.flavor == "mariadb" else "0-1-1"
+    with pytest.raises(ConfigurationError, match=kind):
+        await repl.start_dump(gtid_set=other)
     # the connection is still usable after rejected arguments
     assert (await repl.current_position())[0].startswith("binlog.")
 
 
-async def test_heartbeats_arrive_when_idle(mariadb: MariaDBServer) -> None:
-    async with await BinlogConnection.connect(DSN.parse(mariadb.repl_dsn), heartbeat_period=0.1) as conn:
+async def test_heartbeats_arrive_when_idle(server: MariaDBServer) -> None:
+    async with await BinlogConnection.connect(DSN.parse(server.repl_dsn), heartbeat_period=0.1) as conn:
         file, position, _ = await conn.current_position()
         await conn.start_dump(file=file, position=position, blocking=True)
         heartbeats: list[bytes] = []
@@ -474,8 +552,8 @@ async def test_heartbeats_arrive_when_idle(mariadb: MariaDBServer) -> None:
 # -- purged binlogs -------------------------------------------------------------------------------------------
 
 
-async def test_purged_binlog_is_binlog_purged_error(fresh_mariadb: MariaDBServer) -> None:
-    server = fresh_mariadb
+async def test_purged_binlog_is_binlog_purged_error(fresh_server: MariaDBServer) -> None:
+    server = fresh_server
     server.execute("CREATE DATABASE p")
     server.execute("CREATE TABLE p.t (id INT PRIMARY KEY)")
     server.execute("INSERT INTO p.t VALUES (1)")
@@ -500,9 +578,11 @@ async def test_purged_binlog_is_binlog_purged_error(fresh_mariadb: MariaDBServer
     assert "take a new snapshot" in str(info.value)
     assert server.repl_password not in str(info.value)
 
+    # the first transaction only: the transactions after it were in the purged files
+    first_gtid = "0-1-1" if server.flavor == "mariadb" else f"{server.server_uuid}:1"
     async with await BinlogConnection.connect(dsn) as conn:
         with pytest.raises(BinlogPurgedError, match="start from a newer position"):
-            await conn.start_dump(gtid_set="0-1-1", blocking=False)
+            await conn.start_dump(gtid_set=first_gtid, blocking=False)
 
     # the newest file is still there and can be read
     async with await BinlogConnection.connect(dsn) as conn:
@@ -514,8 +594,8 @@ async def test_purged_binlog_is_binlog_purged_error(fresh_mariadb: MariaDBServer
 # -- losing the server ------------------------------------------------------------------------------------------
 
 
-async def test_server_shutdown_hang_and_kill_mid_stream_are_connection_errors(fresh_mariadb: MariaDBServer) -> None:
-    server = fresh_mariadb
+async def test_server_shutdown_hang_and_kill_mid_stream_are_connection_errors(fresh_server: MariaDBServer) -> None:
+    server = fresh_server
     dsn = DSN.parse(server.repl_dsn)
 
     # clean shutdown: MariaDB ends the dump (an error packet or a closed socket)
@@ -598,10 +678,29 @@ def make_certificate(directory: Path) -> tuple[Path, Path]:
     return cert, key
 
 
+def server_readable_dir(server_kind: str, tmp_path: Path) -> tuple[Path, Callable[[Path], str]]:
+    """A directory the server of this flavour can read files from, and how the server names a path in it: a
+    chrooted mysqld sees only its root (a certificate it cannot read leaves it without TLS, and MySQL starts
+    anyway)."""
+    if server_kind == "mysql":
+        binaries = find_mysql()
+        if binaries is not None:
+            return binaries.scratch_dir("mybinlog-tls-"), binaries.inside
+    return tmp_path, str
+
+
 @pytest.fixture
-def tls_server(mariadb_factory: Callable[..., MariaDBServer], tmp_path: Path) -> tuple[MariaDBServer, Path]:
-    cert, key = make_certificate(tmp_path)
-    return mariadb_factory(ssl_cert=str(cert), ssl_key=str(key)), cert
+def tls_server(
+    server_factory: Callable[..., MariaDBServer], server_kind: str, tmp_path: Path
+) -> Iterator[tuple[MariaDBServer, Path]]:
+    directory, inside = server_readable_dir(server_kind, tmp_path)
+    try:
+        cert, key = make_certificate(directory)
+        server = server_factory(ssl_cert=inside(cert), ssl_key=inside(key))
+        yield server, cert
+    finally:
+        if directory != tmp_path:
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 async def test_tls_connection_and_dump(tls_server: tuple[MariaDBServer, Path]) -> None:
@@ -616,7 +715,7 @@ async def test_tls_connection_and_dump(tls_server: tuple[MariaDBServer, Path]) -
             assert rows[0][1], "the session is not encrypted"
             await conn.start_dump(blocking=False)
             events = await read_all(conn)
-            big = [e for e in events if e[4] == WRITE_ROWS_V1]
+            big = [e for e in events if e[4] == write_rows_type(server)]
             assert len(big) == 1
             assert len(big[0]) > 300000
             assert all(crc_ok(e) for e in events)
@@ -642,9 +741,127 @@ async def test_flow_control_bounds_the_receive_buffer(tls_server: tuple[MariaDBS
         assert 8 * 1024 * 1024 < stats.buffered_bytes < 28 * 1024 * 1024
         events = await read_all(conn)
         assert not conn.statistics().reading_paused
-    rows = [e for e in events if e[4] == WRITE_ROWS_V1]
+    rows = [e for e in events if e[4] == write_rows_type(server)]
     assert len(rows) == 40
     assert all(crc_ok(e) for e in rows)
+
+
+async def test_tls_to_a_server_without_tls_is_a_precondition_error(
+    server_factory: Callable[..., MariaDBServer], server_kind: str
+) -> None:
+    # MariaDB has no TLS unless given a certificate; MySQL has TLS by default: tls_version='' turns it off (as a
+    # certificate mysqld cannot read does: it logs "Failed to set up SSL" and starts without TLS)
+    server = server_factory(**({"tls_version": ""} if server_kind == "mysql" else {}))
+    with pytest.raises(PreconditionError) as info:
+        await BinlogConnection.connect(DSN.parse(f"{server.repl_dsn}?ssl=true"))
+    message = str(info.value)
+    assert "does not offer TLS" in message
+    assert "ssl=false" in message
+    assert info.value.retriable is False
+    assert server.repl_password not in message
+    # the server itself is fine without TLS
+    async with await BinlogConnection.connect(DSN.parse(f"{server.repl_dsn}?ssl=false")) as conn:
+        assert conn.info.flavor == server_kind
+
+
+class RecordingProxy:
+    """A TCP relay in front of a server that keeps every byte each side sent (to see the authentication)."""
+
+    def __init__(self, port: int) -> None:
+        self.target_port = port
+        self.from_client = bytearray()
+        self.from_server = bytearray()
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.port = 0
+
+    async def __aenter__(self) -> RecordingProxy:
+        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._server.wait_closed()
+
+    async def _relay(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        server_r, server_w = await asyncio.open_connection("127.0.0.1", self.target_port)
+
+        async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, record: bytearray) -> None:
+            try:
+                while data := await reader.read(65536):
+                    record.extend(data)
+                    writer.write(data)
+                    await writer.drain()
+            finally:
+                writer.close()
+
+        tasks = [
+            asyncio.ensure_future(pump(client_r, server_w, self.from_client)),
+            asyncio.ensure_future(pump(server_r, client_w, self.from_server)),
+        ]
+        self._tasks.update(tasks)
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+# caching_sha2_password's answers after the client's scramble (a packet whose payload is 0x01 then the state)
+FAST_AUTH_SUCCESS = b"\x02\x00\x00\x02\x01\x03"
+PERFORM_FULL_AUTHENTICATION = b"\x02\x00\x00\x02\x01\x04"
+
+
+@pytest.mark.servers("mysql")
+@pytest.mark.parametrize("ssl", ["false", "true"])
+async def test_caching_sha2_full_and_fast_authentication(server: MariaDBServer, db: str, ssl: str) -> None:
+    # A user whose password the server has not cached (new, or after FLUSH PRIVILEGES) goes through the full
+    # authentication: over plain TCP the password is sent encrypted with the server's RSA public key (which the
+    # client asks for), over TLS in clear inside the encrypted channel. Later logins take the fast path.
+    user, password = f"fresh_sha2_{ssl}", f"Fr3sh-{ssl}-Pw"
+    server.execute(f"DROP USER IF EXISTS '{user}'@'%'")
+    server.execute(f"CREATE USER '{user}'@'%%' IDENTIFIED WITH caching_sha2_password BY %s", (password,))
+    server.execute(f"GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '{user}'@'%'")
+    server.execute(f"CREATE TABLE `{db}`.r (id INT PRIMARY KEY)")
+    try:
+        for index, attempt in enumerate(("full", "fast", "full again")):
+            if attempt == "full again":
+                server.execute("FLUSH PRIVILEGES")  # empties the cache of verified passwords
+            async with RecordingProxy(server.port) as proxy:
+                dsn = DSN(host="127.0.0.1", port=proxy.port, user=user, password=password, ssl=_SSL_MODES[ssl])
+                async with await BinlogConnection.connect(dsn) as conn:
+                    rows: Any = await conn.query("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+                    assert bool(rows[0][1]) is (ssl == "true"), rows
+                    assert rows == await conn.query("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+                    file, start, _ = await conn.current_position()
+                    server.execute(f"INSERT INTO `{db}`.r VALUES (%s)", (index,))
+                    await conn.start_dump(file=file, position=start, blocking=False)
+                    events = await read_all(conn)
+                    assert [e[4] for e in events].count(WRITE_ROWS_V2) == 1
+                    assert all(crc_ok(e) for e in events)
+            # the password never crosses the wire in clear text
+            assert password.encode() not in proxy.from_client
+            if ssl == "false":
+                # the server's answer to the scramble says which path was taken; the RSA key came on the full one
+                if attempt == "fast":
+                    assert FAST_AUTH_SUCCESS in proxy.from_server
+                    assert b"-----BEGIN PUBLIC KEY-----" not in proxy.from_server
+                else:
+                    assert PERFORM_FULL_AUTHENTICATION in proxy.from_server
+                    assert b"-----BEGIN PUBLIC KEY-----" in proxy.from_server
+        # a wrong password on the full path is an authentication error that does not show the password
+        server.execute("FLUSH PRIVILEGES")
+        wrong = DSN(host="127.0.0.1", port=server.port, user=user, password="Wr0ng-sha2-Pw", ssl=_SSL_MODES[ssl])
+        with pytest.raises(AuthenticationError) as info:
+            await BinlogConnection.connect(wrong)
+        assert info.value.errno == 1045
+        assert "Wr0ng-sha2-Pw" not in str(info.value)
+    finally:
+        server.execute(f"DROP USER IF EXISTS '{user}'@'%'")
+
+
+_SSL_MODES: dict[str, Any] = {"false": "disabled", "true": "required"}
 
 
 # -- wire formats and error mapping (pure functions; no server needed) ------------------------------------------
