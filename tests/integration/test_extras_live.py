@@ -23,9 +23,9 @@ def _mybinlog(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[st
 
 
 def test_replicate_and_verify_need_no_spark_pandas_or_chdb(
-    fresh_mariadb: MariaDBServer, clickhouse_server: Any
+    fresh_server: MariaDBServer, clickhouse_server: Any
 ) -> None:
-    server = fresh_mariadb
+    server = fresh_server
     server.create_database("slim")
     create_tables(server, "slim", filler=500)
     write(server, "slim", 1, 5)
