@@ -1,4 +1,5 @@
-"""The acceptance scenario, run as a user would: examples/sharing_check.py against a live MariaDB under steady writes.
+"""The acceptance scenario, run as a user would: examples/sharing_check.py against a live MariaDB and a live MySQL
+under steady writes.
 
 Several consumers, one deliberately slow with tiny limits (detached, re-created, merged back), one started late
 from an old GTID set; each must receive exactly the source's transactions in order, and the status rows must end
