@@ -6,9 +6,10 @@ import re
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AuthenticationError
+from ..errors import AuthenticationError, SourceError
 from ..protocol._gtid import parse_gtid_set
 from ..protocol._position import BinlogPosition
+from ..protocol._transaction import Xid
 from ..source._connection import BinlogConnection
 from ..source._dsn import DSN
 
@@ -227,6 +228,31 @@ class SourceConnection:
 
     async def commit(self) -> None:
         await self.query("COMMIT")
+
+    async def binlog_files(self) -> list[str]:
+        """The names of the binlog files still on the server, oldest first (``SHOW BINARY LOGS``)."""
+        return [name for name, _size in await self._binlog_conn.binlog_files()]
+
+    async def xa_recover(self) -> list[Xid] | None:
+        """The XA transactions prepared on the server now (``XA RECOVER``), or None when the user may not list them
+        (MySQL 8.0+ needs the ``XA_RECOVER_ADMIN`` privilege and answers error 1401 without it; MariaDB lists them to
+        any user)."""
+        mysql = self.flavor != "mariadb"
+        try:  # MySQL's CONVERT XID gives the data as hex: the drivers may decode raw bytes as text
+            rows = await self.query("XA RECOVER CONVERT XID" if mysql else "XA RECOVER")
+        except SourceError as exc:
+            if exc.errno in (1401, 1227, 1044, 1045, 1142):
+                return None
+            raise
+        out = []
+        for row in rows:
+            format_id, gtrid_len, bqual_len, data = int(row[0]), int(row[1]), int(row[2]), row[3]
+            if isinstance(data, str):
+                data = (bytes.fromhex(data[2:]) if mysql and data[:2].lower() == "0x"
+                        else data.encode("utf-8", "surrogateescape"))  # fmt: skip
+            raw = bytes(data)
+            out.append(Xid(raw[:gtrid_len], raw[gtrid_len : gtrid_len + bqual_len], format_id))
+        return out
 
     def stream_query(self, sql: str, *, batch_rows: int = 10_000) -> AsyncGenerator[list[tuple[Any, ...]], None]:
         """The rows of ``sql`` (inside the current transaction) in lists of up to ``batch_rows``, unbuffered; close

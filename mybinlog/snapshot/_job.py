@@ -585,6 +585,7 @@ class _Run:
 
     async def _run(self) -> SnapshotResult:
         from ..replication._checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+        from ..replication._xa import prepared_at
         from ..replication.ddl import parse_create_table
 
         o = self.o
@@ -726,12 +727,16 @@ class _Run:
                 )
             # the server whose binlog the watermark names: the replica's versions are ordered within its files
             position = dataclasses.replace(low.to_position(flavor, gtids), server_id=src.info.server_id)
+            # XA transactions prepared before the low watermark and not resolved there: no chunk saw their rows and
+            # the stream starts after their prepared parts; the replica holds them until their COMMIT/ROLLBACK
+            xa = await prepared_at(src, position, self.database) if kind == "initial" else {}
         finally:
             await src.close()
 
         saved = False
         if kind == "initial":
-            cp = Checkpoint(self.replica, position, tables=texts, source=self.dsn.display)
+            cp = Checkpoint(self.replica, position, tables=texts, source=self.dsn.display,
+                            xa={xid: held.to_json() for xid, held in xa.items()})  # fmt: skip
             await save_checkpoint(self.target, cp, meta_database=o.meta_database)
             saved = True
         doc["status"] = "finished"
