@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..protocol._events import DeleteRowsEvent, RowsEvent, UpdateRowsEvent, WriteRowsEvent
+from ..protocol._events import DeleteRowsEvent, PartialUpdateRowsEvent, RowsEvent, UpdateRowsEvent, WriteRowsEvent
+from ..protocol._jsonb import JsonDiff, apply_json_diffs
 
 if TYPE_CHECKING:
     from ._schema import _Table
@@ -38,6 +39,8 @@ def rows_entry(table: _Table, event: RowsEvent) -> Entry | None:
     if isinstance(event, UpdateRowsEvent):
         befores = [pair[0] for pair in rows]
         afters = [pair[1] for pair in rows]
+        if isinstance(event, PartialUpdateRowsEvent):
+            afters = _whole_json_documents(event, befores, afters)
         b, a = encode_rows(befores), encode_rows(afters)
         if key_of is None:
             return (table, b, b, a, a)
@@ -49,6 +52,27 @@ def rows_entry(table: _Table, event: RowsEvent) -> Entry | None:
         images = encode_rows(rows)
         return (table, images if key_of is None else list(map(key_of, rows)), images, None, None)
     return None
+
+
+def _whole_json_documents(event: RowsEvent, befores: list[Any], afters: list[Any]) -> list[Any]:
+    """After images of a PARTIAL_UPDATE_ROWS event (``binlog_row_value_options=PARTIAL_JSON``) with the JSON
+    columns updated in place rebuilt from the before image (full: the replicator requires FULL row images): their
+    diffs applied, an empty list of diffs (the column left as it was) replaced by the before image's document."""
+    table_map = event.table
+    if table_map is None:
+        return afters
+    json_columns = [i for i, c in enumerate(table_map.columns) if c.type_name == "json"]
+    if not json_columns:
+        return afters
+    out: list[Any] = []
+    for before, after in zip(befores, afters, strict=True):
+        row = list(after)
+        for i in json_columns:
+            value = row[i]
+            if type(value) is list and all(isinstance(d, JsonDiff) for d in value):
+                row[i] = apply_json_diffs(before[i], value) if value else before[i]
+        out.append(tuple(row))
+    return out
 
 
 def add_transaction(batch: dict[str, dict[Any, Change]], txn: Iterable[Entry], version: int) -> tuple[int, int]:

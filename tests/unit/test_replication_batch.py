@@ -229,3 +229,33 @@ def test_rows_entry(ddl: str, key: Any) -> None:
     update = rows_entry(table, _event(UpdateRowsEvent, [(r1, r2)]))
     assert update == (table, keys(r1) or [i1], [i1], keys(r2) or [i2], [i2])
     assert rows_entry(table, _event(WriteRowsEvent, [])) is None
+
+
+def test_rows_entry_rebuilds_partial_json_documents() -> None:
+    """binlog_row_value_options=PARTIAL_JSON: the after image's diffs applied to the before image's document (an
+    empty list: the column left as it was); before, the diffs reached the encoder ("cannot render JsonDiff")."""
+    from mybinlog.protocol._events import PartialUpdateRowsEvent
+    from mybinlog.protocol._jsonb import JsonDiff
+
+    repl = SimpleNamespace(
+        target=SimpleNamespace(capabilities=NEW),
+        settings=SimpleNamespace(engine="replacing"),
+        flavor="mysql",
+        target_database="db",
+        database="db",
+    )
+    table = _Table(repl, parse_create_table("CREATE TABLE t (id INT PRIMARY KEY, j JSON, k JSON)", "db"))  # type: ignore[arg-type]
+    event = PartialUpdateRowsEvent.__new__(PartialUpdateRowsEvent)
+    event.table = SimpleNamespace(
+        column_names=("id", "j", "k"),
+        columns=[SimpleNamespace(type_name=t) for t in ("int", "json", "json")],
+        schema="db",
+        name="t",
+    )
+    before = (1, {"a": [1, 2], "s": "x"}, [])
+    diffs = [JsonDiff("REPLACE", "$.a[1]", 9), JsonDiff("REMOVE", "$.s", None), JsonDiff("INSERT", "$.n", "ü")]
+    event._rows = [(before, (1, diffs, []))]
+    entry = rows_entry(table, event)
+    assert entry is not None
+    assert entry[4] == ['1\t{"a": [1, 9], "n": "ü"}\t[]']
+    assert before == (1, {"a": [1, 2], "s": "x"}, [])  # the before image is left alone
