@@ -764,6 +764,29 @@ async def test_tls_to_a_server_without_tls_is_a_precondition_error(
         assert conn.info.flavor == server_kind
 
 
+@pytest.mark.servers("mysql")
+async def test_mysql_default_tls_and_require_secure_transport(server_factory: Callable[..., MariaDBServer]) -> None:
+    # MySQL has TLS on by default, with certificates it generates at the first start; require_secure_transport=ON
+    # refuses plain connections: a clear error that is not retried, and ssl=true works
+    server = server_factory(require_secure_transport="ON")
+    with pytest.raises(SourceError) as info:
+        await BinlogConnection.connect(DSN.parse(f"{server.repl_dsn}?ssl=false"))
+    assert info.value.errno == 3159
+    assert "require_secure_transport" in str(info.value)
+    assert info.value.retriable is False
+    assert server.repl_password not in str(info.value)
+    server.execute("CREATE DATABASE s")
+    server.execute("CREATE TABLE s.t (id INT PRIMARY KEY)")
+    server.execute("INSERT INTO s.t VALUES (1)")
+    async with await BinlogConnection.connect(DSN.parse(f"{server.repl_dsn}?ssl=true")) as conn:
+        rows: Any = await conn.query("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+        assert rows[0][1], "the session is not encrypted"
+        await conn.start_dump(blocking=False)
+        events = await read_all(conn)
+    assert [e[4] for e in events].count(WRITE_ROWS_V2) == 1
+    assert all(crc_ok(e) for e in events)
+
+
 class RecordingProxy:
     """A TCP relay in front of a server that keeps every byte each side sent (to see the authentication)."""
 
