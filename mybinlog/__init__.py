@@ -87,7 +87,7 @@ from .protocol._gtid import (
     is_new,
     parse_gtid_set,
 )
-from .protocol._jsonb import JsonDiff, JsonOpaque, apply_json_diffs
+from .protocol._jsonb import JsonDiff, JsonDiffs, JsonOpaque, apply_json_diffs
 from .protocol._position import BinlogPosition
 from .protocol._table import ColumnInfo, TableMap
 from .source._dsn import DSN
@@ -215,6 +215,7 @@ __all__ = [
     "ColumnInfo",
     "ColumnType",
     "JsonDiff",
+    "JsonDiffs",
     "JsonOpaque",
     "apply_json_diffs",
     # GTIDs

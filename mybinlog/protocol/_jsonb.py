@@ -65,6 +65,7 @@ __all__ = [
     "JsonOpaque",
     "JsonValue",
     "apply_json_diffs",
+    "JsonDiffs",
     "decode_json_diff",
     "decode_json_diff_column",
     "decode_jsonb",
@@ -542,7 +543,20 @@ class JsonDiff:
     value: JsonValue = None
 
 
-def decode_json_diff(buf: bytes, pos: int, end: int) -> tuple[list[JsonDiff], int]:
+class JsonDiffs(list[JsonDiff]):
+    """The diffs of one JSON column in the after image of a PARTIAL_UPDATE_ROWS event: a ``list`` of
+    :class:`JsonDiff`, and a type of its own so that a consumer can tell a column updated in place from a column
+    written whole. Empty: the column was left as it was (MySQL marks every JSON column of such an update partial,
+    changed or not), which is not the document ``[]``; apply it with :func:`apply_json_diffs` to the before image's
+    document."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"JsonDiffs({list.__repr__(self)})"
+
+
+def decode_json_diff(buf: bytes, pos: int, end: int) -> tuple[JsonDiffs, int]:
     """Decode the diffs of one JSON column of a PARTIAL_UPDATE_ROWS_EVENT, from ``pos`` up to ``end``.
 
     ``[pos, end)`` holds the diffs only: in the row image they follow a 4-byte little-endian length, which the
@@ -555,7 +569,7 @@ def decode_json_diff(buf: bytes, pos: int, end: int) -> tuple[list[JsonDiff], in
             f"JSON diff list at offset {pos} claims {end - pos} bytes but only {len(buf) - pos} remain: "
             "the row image is truncated"
         )
-    diffs: list[JsonDiff] = []
+    diffs = JsonDiffs()
     while pos < end:
         op = buf[pos]
         if op > 2:
@@ -594,7 +608,7 @@ def _diff_length(buf: bytes, pos: int, end: int, what: str) -> tuple[int, int]:
     return length, new_pos
 
 
-def decode_json_diff_column(buf: bytes, pos: int) -> tuple[list[JsonDiff], int]:
+def decode_json_diff_column(buf: bytes, pos: int) -> tuple[JsonDiffs, int]:
     """Decode a partial JSON column value: a 4-byte little-endian length, then the diffs."""
     if pos + 4 > len(buf):
         raise TruncatedError(f"JSON diff list length at offset {pos} runs past the end of the row image")

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..protocol._events import DeleteRowsEvent, PartialUpdateRowsEvent, RowsEvent, UpdateRowsEvent, WriteRowsEvent
-from ..protocol._jsonb import JsonDiff, apply_json_diffs
+from ..protocol._jsonb import JsonDiffs, apply_json_diffs
 
 if TYPE_CHECKING:
     from ._schema import _Table
@@ -69,7 +69,7 @@ def _whole_json_documents(event: RowsEvent, befores: list[Any], afters: list[Any
         row = list(after)
         for i in json_columns:
             value = row[i]
-            if type(value) is list and all(isinstance(d, JsonDiff) for d in value):
+            if type(value) is JsonDiffs:  # updated in place (a document written whole is never a JsonDiffs)
                 row[i] = apply_json_diffs(before[i], value) if value else before[i]
         out.append(tuple(row))
     return out

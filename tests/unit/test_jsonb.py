@@ -22,6 +22,7 @@ from mybinlog.errors import DecodeError
 from mybinlog.protocol._jsonb import (
     MAX_DEPTH,
     JsonDiff,
+    JsonDiffs,
     JsonOpaque,
     JsonValue,
     apply_json_diffs,
@@ -533,6 +534,11 @@ def test_decode_json_diff() -> None:
         JsonDiff("REPLACE", "$.big", "y" * 300),
     ]
     assert decode_json_diff_column(column, 1) == (diffs, len(column) - 1)
+    # a type of their own: a column updated in place is told from a document written whole, even with no diffs
+    assert type(diffs) is JsonDiffs
+    empty, _ = decode_json_diff_column(struct.pack("<I", 0), 0)
+    assert type(empty) is JsonDiffs
+    assert empty == []
 
 
 @pytest.mark.parametrize(

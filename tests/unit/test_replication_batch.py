@@ -235,7 +235,7 @@ def test_rows_entry_rebuilds_partial_json_documents() -> None:
     """binlog_row_value_options=PARTIAL_JSON: the after image's diffs applied to the before image's document (an
     empty list: the column left as it was); before, the diffs reached the encoder ("cannot render JsonDiff")."""
     from mybinlog.protocol._events import PartialUpdateRowsEvent
-    from mybinlog.protocol._jsonb import JsonDiff
+    from mybinlog.protocol._jsonb import JsonDiff, JsonDiffs
 
     repl = SimpleNamespace(
         target=SimpleNamespace(capabilities=NEW),
@@ -253,9 +253,16 @@ def test_rows_entry_rebuilds_partial_json_documents() -> None:
         name="t",
     )
     before = (1, {"a": [1, 2], "s": "x"}, [])
-    diffs = [JsonDiff("REPLACE", "$.a[1]", 9), JsonDiff("REMOVE", "$.s", None), JsonDiff("INSERT", "$.n", "ü")]
-    event._rows = [(before, (1, diffs, []))]
+    diffs = JsonDiffs(
+        [JsonDiff("REPLACE", "$.a[1]", 9), JsonDiff("REMOVE", "$.s", None), JsonDiff("INSERT", "$.n", "ü")]
+    )
+    event._rows = [(before, (1, diffs, JsonDiffs()))]
     entry = rows_entry(table, event)
     assert entry is not None
     assert entry[4] == ['1\t{"a": [1, 9], "n": "ü"}\t[]']
+    # a column written whole with the document [] (its partial bit clear) is that document, not "unchanged"
+    event._rows = [((2, {"x": 1}, {"k": 1}), (2, [], JsonDiffs()))]
+    entry = rows_entry(table, event)
+    assert entry is not None
+    assert entry[4] == ['2\t[]\t{"k": 1}']
     assert before == (1, {"a": [1, 2], "s": "x"}, [])  # the before image is left alone
