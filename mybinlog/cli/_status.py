@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import logging
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import ConfigurationError, MybinlogError
@@ -170,40 +168,14 @@ async def server_facts(dsn: DSN) -> dict[str, Any]:
         await conn.close()
 
 
-_DUMPS = "SELECT ID, USER, HOST, COMMAND, TIME, STATE FROM {} WHERE COMMAND LIKE 'Binlog Dump%' ORDER BY ID"
+_DUMPS = (
+    "SELECT ID, USER, HOST, COMMAND, TIME, STATE FROM {processlist} WHERE COMMAND LIKE 'Binlog Dump%' ORDER BY ID"
+)
 
 
 async def _binlog_dumps(conn: BinlogConnection, flavor: str) -> list[tuple[Any, ...]]:
-    """The server's binlog dump connections (those the user may see: all of them with the PROCESS privilege).
-
-    MySQL 8.0.22+ deprecates ``information_schema.PROCESSLIST`` (and ``SHOW PROCESSLIST``, built on it) with a
-    warning the driver logs as the user's problem: read ``performance_schema.processlist`` there, and only when the
-    Performance Schema is off (its tables are then empty) the old table, without passing that warning on.
-    """
-    if flavor == "mysql":
-        enabled = await conn.query("SELECT @@global.performance_schema")
-        if enabled and enabled[0][0] is not None and int(enabled[0][0]):
-            return await conn.query(_DUMPS.format("performance_schema.processlist"))
-        with _without_processlist_deprecation():
-            return await conn.query(_DUMPS.format("information_schema.PROCESSLIST"))
-    return await conn.query(_DUMPS.format("information_schema.PROCESSLIST"))
-
-
-class _ProcesslistDeprecation(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "INFORMATION_SCHEMA.PROCESSLIST' is deprecated" not in record.getMessage()
-
-
-@contextlib.contextmanager
-def _without_processlist_deprecation() -> Iterator[None]:
-    """Drop MySQL's deprecation warning of ``information_schema.PROCESSLIST`` that asyncmy logs, meanwhile."""
-    driver = logging.getLogger("asyncmy")
-    quiet = _ProcesslistDeprecation()
-    driver.addFilter(quiet)
-    try:
-        yield
-    finally:
-        driver.removeFilter(quiet)
+    """The server's binlog dump connections (those the user may see: all of them with the PROCESS privilege)."""
+    return await conn.query_processlist(_DUMPS)
 
 
 def _text(value: object) -> str:

@@ -357,8 +357,8 @@ class ReplicaLease:
             if rows and rows[0][0] is not None:
                 holder = f"source connection {rows[0][0]}"
                 with contextlib.suppress(MybinlogError):
-                    hosts = await conn.query(
-                        "SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = %s", (rows[0][0],)
+                    hosts = await conn.query_processlist(
+                        "SELECT HOST FROM {processlist} WHERE ID = %s", (rows[0][0],)
                     )
                     if hosts and hosts[0][0]:
                         holder += f" from {hosts[0][0]}"

@@ -139,6 +139,10 @@ class SourceConnection:
     async def query(self, sql: str, args: tuple[object, ...] | None = None) -> list[tuple[Any, ...]]:
         return await self._binlog_conn.query(sql, args)
 
+    async def query_processlist(self, sql: str, args: tuple[object, ...] | None = None) -> list[tuple[Any, ...]]:
+        """``sql`` with ``{processlist}`` read from the server's process list (BinlogConnection.query_processlist)."""
+        return await self._binlog_conn.query_processlist(sql, args)
+
     @property
     def flavor(self) -> str:
         return self.info.flavor

@@ -634,6 +634,23 @@ class BinlogConnection:
         self._check_queryable()
         return await _query(self._conn, self.dsn, sql, args, flavor=self.info.flavor)
 
+    async def query_processlist(self, sql: str, args: tuple[object, ...] | None = None) -> list[tuple[Any, ...]]:
+        """Run ``sql`` with ``{processlist}`` standing for the server's process list table (the connections the
+        user may see: all of them with the PROCESS privilege).
+
+        MySQL 8.0.22+ deprecates ``information_schema.PROCESSLIST`` (and ``SHOW PROCESSLIST``, built on it) with a
+        warning that asyncmy logs as if it were the user's problem: there ``performance_schema.processlist`` is read,
+        and only when the Performance Schema is off (its tables are empty then) the old table, without passing that
+        warning on. MariaDB has only ``information_schema.PROCESSLIST``.
+        """
+        if self.info.flavor == "mysql":
+            enabled = await self.query("SELECT @@global.performance_schema")
+            if enabled and enabled[0][0] is not None and int(enabled[0][0]):
+                return await self.query(sql.format(processlist="performance_schema.processlist"), args)
+            with _without_processlist_deprecation():
+                return await self.query(sql.format(processlist="information_schema.PROCESSLIST"), args)
+        return await self.query(sql.format(processlist="information_schema.PROCESSLIST"), args)
+
     async def current_position(self) -> tuple[str, int, str]:
         """The server's current binlog end: ``(file, position, executed GTID set as text)``.
 
@@ -1018,3 +1035,20 @@ async def _query(
             await cursor.execute(sql, args)
             rows = await cursor.fetchall()
     return [tuple(row) for row in rows or ()]
+
+
+class _ProcesslistDeprecation(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "INFORMATION_SCHEMA.PROCESSLIST' is deprecated" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _without_processlist_deprecation() -> Iterator[None]:
+    """Drop MySQL's deprecation warning of ``information_schema.PROCESSLIST`` that asyncmy logs, meanwhile."""
+    driver = logging.getLogger("asyncmy")
+    quiet = _ProcesslistDeprecation()
+    driver.addFilter(quiet)
+    try:
+        yield
+    finally:
+        driver.removeFilter(quiet)
