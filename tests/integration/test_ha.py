@@ -43,10 +43,16 @@ from tests.servers import MariaDBServer
 
 pytestmark = pytest.mark.integration
 
+# replica names end with the source's flavour: the ClickHouse server and its checkpoints are the session's, and a
+# replica's checkpoint of one flavour is refused by the other
 DB = "shop"
 LEASE = 4  # seconds: short, so that a paused leader is replaced quickly (with room for a busy CI host)
 DEADLINE = 120.0  # generous: the only time limit (takeovers are reported, not asserted)
 TOOK_OVER = re.compile(r"took over replica '[^']+' \(epoch (\d+)\)")
+# MySQL: a standby's look-up of the lock holder (mybinlog/replication/_lease.py, _holder) reads
+# information_schema.PROCESSLIST, which MySQL 8.0.22+ deprecates: asyncmy logs that warning at every poll, see
+# docs/servers.md. Remove this exception once the lease reads performance_schema.processlist on MySQL.
+KNOWN_MYSQL_NOISE = "'INFORMATION_SCHEMA.PROCESSLIST' is deprecated"
 IN_FLIGHT = re.compile(r"checkpoint save of epoch (\d+) \(seq (\d+)\) finished .* after the last confirmation")
 
 
@@ -250,6 +256,10 @@ def _scenario(
         epochs = sorted({seq_epoch(s) for s in log.seqs()})
         assert epochs[-1] == group.epoch, epochs
         assert len(epochs) >= len(rounds) + 1, epochs
+        for member in group.members:  # nothing but mybinlog's own lines (no driver warnings, e.g. of deprecations)
+            assert not [line for line in member.lines if " asyncmy:" in line and KNOWN_MYSQL_NOISE not in line], (
+                member.tail()
+            )
     finally:
         if writer.is_alive():
             writer.finish()
@@ -261,25 +271,23 @@ def _scenario(
     return times
 
 
-def test_three_processes_killed_and_paused(
-    fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path
-) -> None:
-    times = _scenario(fresh_mariadb, clickhouse_server, tmp_path, "ha_three", 3, "kpkp")
+def test_three_processes_killed_and_paused(fresh_server: MariaDBServer, clickhouse_server: Any, tmp_path: Path) -> None:
+    times = _scenario(fresh_server, clickhouse_server, tmp_path, f"ha_three_{fresh_server.flavor}", 3, "kpkp")
     assert len(times) == 4
 
 
-def test_two_processes_paused_and_killed(fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path) -> None:
-    times = _scenario(fresh_mariadb, clickhouse_server, tmp_path, "ha_two", 2, "pkp")
+def test_two_processes_paused_and_killed(fresh_server: MariaDBServer, clickhouse_server: Any, tmp_path: Path) -> None:
+    times = _scenario(fresh_server, clickhouse_server, tmp_path, f"ha_two_{fresh_server.flavor}", 2, "pkp")
     assert len(times) == 3
 
 
-def test_paused_with_a_write_in_flight(fresh_mariadb: MariaDBServer, clickhouse_server: Any, tmp_path: Path) -> None:
+def test_paused_with_a_write_in_flight(fresh_server: MariaDBServer, clickhouse_server: Any, tmp_path: Path) -> None:
     """The window no lease can close: a leader paused *after* confirming its lease and before its write reached
     ClickHouse (fail points that SIGSTOP the process there) sends that one write when it is resumed, after a standby
     took over. An insert: its rows carry the versions the new leader writes for the same transactions, so the replica
     stays exact. A checkpoint save: its row has the old epoch, so it never wins over the new leader's. Each is
     reported by the old leader, which then stops (exit 4) without writing anything else."""
-    server, replica = fresh_mariadb, "ha_flight"
+    server, replica = fresh_server, f"ha_flight_{fresh_server.flavor}"
     server.create_database(DB)
     create_tables(server, DB, filler=2_000)
     target, env = target_for("server", clickhouse_server, tmp_path)
