@@ -36,16 +36,18 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 DB = "obs_shop"
-REPLICA = "obs_shop"
+REPLICA = "obs_shop"  # + the flavour: the ClickHouse server and its checkpoints are the session's, and a replica's
+# checkpoint of one flavour is refused by the other (Running.replica)
 
 
 class Running:
     """The replicate child and where it serves its status."""
 
-    def __init__(self, rep: ReplicateProcess, address: str, server: MariaDBServer) -> None:
+    def __init__(self, rep: ReplicateProcess, address: str, server: MariaDBServer, replica: str) -> None:
         self.rep = rep
         self.address = address
         self.server = server
+        self.replica = replica
         self.next_txn = 1
 
     @property
@@ -62,14 +64,17 @@ def running(server_kind: str, request: pytest.FixtureRequest, clickhouse_server:
     server.execute(f"DROP DATABASE IF EXISTS {DB}")
     server.create_database(DB)
     create_tables(server, DB, filler=1_000)
-    clickhouse_server.execute(f"DROP DATABASE IF EXISTS {DB}")
+    replica = f"{REPLICA}_{server.flavor}"
+    clickhouse_server.execute(f"DROP DATABASE IF EXISTS {replica}")
     rep = ReplicateProcess(
         source_dsn(server),
         server.repl_password,
         clickhouse_server.url(with_password=False),
         DB,
         "--replica",
-        REPLICA,
+        replica,
+        "--target-database",
+        replica,
         "--status-address",
         "http://127.0.0.1:0",
         env={"MYBINLOG_CH_PASSWORD": clickhouse_server.password},
@@ -78,12 +83,12 @@ def running(server_kind: str, request: pytest.FixtureRequest, clickhouse_server:
         line = rep.wait_for("serving mybinlog status at ")
         address = line.split("serving mybinlog status at ", 1)[1].split()[0]
         rep.wait_for(STREAMING)
-        yield Running(rep, address, server)
+        yield Running(rep, address, server, replica)
         assert rep.stop() == 0, rep.tail()
     finally:
         rep.kill()
         server.drop_database(DB)
-        clickhouse_server.execute(f"DROP DATABASE IF EXISTS {DB}")
+        clickhouse_server.execute(f"DROP DATABASE IF EXISTS {replica}")
 
 
 def _one(result: dict[str, float]) -> float:
@@ -96,7 +101,7 @@ async def test_prometheus_scrapes_replicate(running: Running, tmp_path: Path) ->
     await asyncio.to_thread(running.rep.wait_caught_up, running.server)
     rules = REPO / "docs" / "alerts.yml"
     with PrometheusServer(tmp_path / "prometheus", [running.hostport], rule_files=[rules]) as prom:
-        r = f'replica="{REPLICA}"'
+        r = f'replica="{running.replica}"'
         assert (await asyncio.to_thread(prom.api, "rules"))["groups"], "docs/alerts.yml was not loaded"
         assert _one(await asyncio.to_thread(prom.wait_for, 'up{job="mybinlog"} == 1')) == 1
         written = await asyncio.to_thread(
@@ -122,7 +127,8 @@ async def test_prometheus_scrapes_replicate(running: Running, tmp_path: Path) ->
         assert _one(events) > 0
         assert _one(await asyncio.to_thread(prom.wait_for, "sum(mybinlog_binlog_read_bytes_total)")) > _one(events)
         assert _one(await asyncio.to_thread(prom.wait_for, "sum(mybinlog_binlog_connected_dispatchers)")) == 1
-        queue = await asyncio.to_thread(prom.wait_for, f'mybinlog_consumer_queue_limit_bytes{{consumer="{REPLICA}"}}')
+        consumer = f'consumer="{running.replica}"'
+        queue = await asyncio.to_thread(prom.wait_for, f"mybinlog_consumer_queue_limit_bytes{{{consumer}}}")
         assert _one(queue) == 64 << 20
         # rows written go up while Prometheus watches: the counter moves between two scrapes
         before = _one(await asyncio.to_thread(prom.query, f"sum(mybinlog_replica_rows_written_total{{{r}}})"))
@@ -160,17 +166,18 @@ async def test_prometheus_scrapes_replicate(running: Running, tmp_path: Path) ->
     assert (await asyncio.to_thread(http_get, f"{running.address}/healthz"))[0] == 200
     status, _, body = await asyncio.to_thread(http_get, f"{running.address}/readyz")
     assert status == 200, body
-    assert json.loads(body)["replicas"][REPLICA]["ready"] is True
+    assert json.loads(body)["replicas"][running.replica]["ready"] is True
 
 
 async def test_status_page_in_chromium(running: Running, tmp_path: Path) -> None:
     async with Chromium(tmp_path / "chromium") as browser:
         page = await browser.page(running.address + "/")  # a browser asks for HTML: the page
         assert await page.evaluate("document.title") == "mybinlog status"
-        await page.wait_for(f"document.querySelector('#replicas tbody').innerText.includes('{REPLICA}')")
+        await page.wait_for(f"document.querySelector('#replicas tbody').innerText.includes('{running.replica}')")
         await page.wait_for("document.querySelector('#replicas tbody').innerText.includes('streaming')")
-        await page.wait_for(f"document.querySelector('#consumers tbody').innerText.includes('{REPLICA}')")
-        points = f"Number(document.querySelector('#lag-chart polyline[data-series=\"{REPLICA}\"]')?.dataset.points)"
+        await page.wait_for(f"document.querySelector('#consumers tbody').innerText.includes('{running.replica}')")
+        series = f'#lag-chart polyline[data-series="{running.replica}"]'
+        points = f"Number(document.querySelector('{series}')?.dataset.points)"
         first = await page.wait_for(f"{points} > 0 && {points}")
         running.write(3)  # something to show; the chart moves on with every sample either way
         later = await page.wait_for(f"{points} > {first} && {points}")

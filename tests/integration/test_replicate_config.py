@@ -38,6 +38,8 @@ from tests.servers import MariaDBServer
 
 pytestmark = pytest.mark.integration
 
+# replica names (and target databases) get the source's flavour as a suffix: the ClickHouse server and its
+# checkpoints are the session's, and a replica's checkpoint of one flavour is refused by the other
 FAST = ("cfg_shop", "cfg_shop_local")
 SLOW = "cfg_crm_slow"
 PASSWORD_VARIABLE = "CFG_TEST_REPL_PASSWORD"
@@ -70,6 +72,9 @@ async def test_three_replicas_of_two_databases_one_connection_a_slow_one_detache
     fresh_server: MariaDBServer, clickhouse_server: Any, tmp_path: Path
 ) -> None:
     server = fresh_server
+    flavor = server.flavor
+    fast_names = tuple(f"{name}_{flavor}" for name in FAST)
+    slow = f"{SLOW}_{flavor}"
     for db in ("shop", "crm"):
         server.create_database(db)
         create_tables(server, db, filler=2_000)
@@ -99,27 +104,27 @@ password_file = "ch.pw"          # relative to this file
 [targets.local]
 url = "chdb://{chdb_dir}"
 
-[replicas.cfg_shop]
+[replicas.cfg_shop_{flavor}]
 target = "server"
 database = "shop"
-target_database = "cfg_shop"
+target_database = "cfg_shop_{flavor}"
 
-[replicas.cfg_shop_local]
+[replicas.cfg_shop_local_{flavor}]
 target = "local"
 database = "shop"
-target_database = "cfg_shop_local"
+target_database = "cfg_shop_local_{flavor}"
 engine = "collapsing"
 
-[replicas.{SLOW}]
+[replicas.{slow}]
 target = "server"
 database = "crm"
-target_database = "cfg_crm"
+target_database = "cfg_crm_{flavor}"
 max_bytes_in_binlog_queue = 1024
 max_milliseconds_to_wait_in_binlog_queue = 5
 """,
         encoding="utf-8",
     )
-    names = (*FAST, SLOW)
+    names = (*fast_names, slow)
     address = f"unix:{sock}"
     status: dict[str, Any] = {}
 
@@ -151,23 +156,23 @@ max_milliseconds_to_wait_in_binlog_queue = 5
         for writer in writers:
             writer.start()
         try:
-            detached = rep.wait_for(f"consumer {SLOW} detached")
+            detached = rep.wait_for(f"consumer {slow} detached")
             start = rep.lines.index(detached)
-            rep.wait_for(lambda line: f" {SLOW}: " in line and "reopening" in line, start=start)
+            rep.wait_for(lambda line: f" {slow}: " in line and "reopening" in line, start=start)
             for round_ in range(3):
                 # the others go on: each writes checkpoints after the slow replica's detach
-                for name in FAST:
+                for name in fast_names:
                     line = rep.wait_for(f" {name}: checkpoint at ", start=start)
                     start = max(start, rep.lines.index(line))
                 doc = await read_status(address)
                 rows = doc["mysql_binlogs"]
-                fast = {r["dispatcher_name"] for r in rows if r["name"] in FAST}
+                fast = {r["dispatcher_name"] for r in rows if r["name"] in fast_names}
                 assert len(fast) == 1, f"sample {round_}: the fast replicas are on {fast}"
                 assert len({r["dispatcher_name"] for r in rows}) <= 2, rows
                 assert len({r["binlog_client_name"] for r in rows}) == 1, rows
                 replicas = {r["replica"]: r for r in doc["replicas"]}
                 assert set(replicas) == set(names)
-                for name in FAST:
+                for name in fast_names:
                     assert replicas[name]["detaches"] == 0, replicas[name]
                     assert replicas[name]["state"] == "streaming", replicas[name]
         finally:
@@ -188,14 +193,14 @@ max_milliseconds_to_wait_in_binlog_queue = 5
 
         await poll(lambda: status_holds(merged_and_current), "the slow replica merged back: one dispatcher")
         replicas = {r["replica"]: r for r in status["replicas"]}
-        assert replicas[SLOW]["detaches"] >= 1
-        assert all(replicas[name]["detaches"] == 0 for name in FAST)
+        assert replicas[slow]["detaches"] >= 1
+        assert all(replicas[name]["detaches"] == 0 for name in fast_names)
         assert all(r["state"] == "streaming" for r in replicas.values()), replicas
         await poll(one_dump_connection, "the server shows one binlog dump connection again")
 
         log = rep.log
         # the slow replica's catch-up dispatchers (opened after its first detach): one of them merged back
-        catch_up = set(re.findall(rf"consumer {SLOW} on new dispatcher (\S+)", log[log.index(detached) :]))
+        catch_up = set(re.findall(rf"consumer {slow} on new dispatcher (\S+)", log[log.index(detached) :]))
         merges = set(re.findall(r" (\S+): merged \d+ consumer\(s\) into ", log))
         assert catch_up & merges, f"no merge of {sorted(catch_up)}:\n{rep.tail()}"
         assert rep.proc.poll() is None, rep.tail()  # nothing stopped the process ...
@@ -210,11 +215,11 @@ max_milliseconds_to_wait_in_binlog_queue = 5
     assert clickhouse_server.password not in rep.log + out
 
     readable = clickhouse_server.url()
-    assert await assert_replica_equal(server, "shop", readable, target_database="cfg_shop") > 2_000
-    assert await assert_replica_equal(server, "crm", readable, target_database="cfg_crm") > 2_000
+    assert await assert_replica_equal(server, "shop", readable, target_database=f"cfg_shop_{flavor}") > 2_000
+    assert await assert_replica_equal(server, "crm", readable, target_database=f"cfg_crm_{flavor}") > 2_000
     assert (
         await assert_replica_equal(
-            server, "shop", f"chdb://{chdb_dir}", engine="collapsing", target_database="cfg_shop_local"
+            server, "shop", f"chdb://{chdb_dir}", engine="collapsing", target_database=f"cfg_shop_local_{flavor}"
         )
         > 2_000
     )
