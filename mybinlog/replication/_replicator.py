@@ -35,6 +35,7 @@ from ..errors import (
     ConfigurationError,
     MybinlogError,
     ReplicationError,
+    SourceConnectionError,
     SourceError,
     TargetUnavailableError,
 )
@@ -172,6 +173,12 @@ class ReplicaStatus:
     binlog_check: BinlogCheck | None = None  # the last binlog purge risk check (_watch.py)
 
 
+class _LoadInterrupted(Exception):
+    """The source went away during the initial load (a clean shutdown, a restart, a network cut): the load starts
+    over once it is back, within ``source_retry_seconds`` (caught in ``_run``; the cause is the
+    :class:`SourceConnectionError`)."""
+
+
 class _NewTerm(Exception):
     """The replica lock was taken again after its connection broke and another process led meanwhile (or the initial
     load was running): the replicator starts again from the newest checkpoint under a new epoch (caught in
@@ -263,6 +270,7 @@ class Replicator(SchemaChanges):
         self._epoch = 0  # the leader epoch this replicator claimed (docs/ha.md); 0: none yet
         self._term = 0  # the lease term (ReplicaLease.term) the epoch was claimed in
         self._loading_now = False  # the initial load is running (a lock taken again then restarts it)
+        self._load_connects = 0  # initial loads that reached the source (a loss after one is a new outage)
         self._watch: SourceWatch | None = None
         self.status = ReplicaStatus(self.replica, database, self.target_database, "", None)
         self.flavor = "mariadb"
@@ -364,6 +372,9 @@ class Replicator(SchemaChanges):
         failing_since: float | None = None
         saves_then = -1
         delay = 0.2
+        load_failing_since: float | None = None  # the source went away during the initial load (an outage)
+        load_delay = 0.2
+        connects_then = -1
         while True:
             try:
                 await self._attempt(goal)
@@ -371,6 +382,31 @@ class Replicator(SchemaChanges):
             except _NewTerm as exc:
                 logger.warning("%s: %s; starting again from the checkpoint", self.replica, exc)
                 await self._reset()
+                continue
+            except _LoadInterrupted as interrupted:
+                lost = interrupted.__cause__
+                assert isinstance(lost, SourceConnectionError)
+                if self._lease is not None and self._lease.failure is lost:
+                    raise lost from None  # the replica lock waited for the source for the whole budget already
+                now = time.monotonic()
+                if load_failing_since is None or self._load_connects != connects_then:  # a new outage
+                    load_failing_since, connects_then, load_delay = now, self._load_connects, 0.2
+                if self._stop.is_set() or now - load_failing_since + load_delay > s.source_retry_seconds:
+                    raise SourceConnectionError(
+                        f"{self.replica}: the source {self.dsn.display} went away during the initial load and stayed "
+                        f"unreachable for {s.source_retry_seconds:g} s (--source-retry-seconds; last error: {lost}); "
+                        "run again: the load starts over",
+                        errno=lost.errno,
+                    ) from lost
+                self.status.retries += 1
+                self.status.state = "retrying"
+                logger.warning("%s: the source went away during the initial load (%s); starting the load over when it "
+                               "is back (retrying in %.1f s)", self.replica, lost, load_delay)  # fmt: skip
+                await self._reset()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(load_delay):
+                        await self._stop.wait()  # a backoff that a stop request cuts short
+                load_delay = min(load_delay * 2, 5.0)
                 continue
             except MybinlogError as exc:
                 if not _target_retriable(exc) or self._stop.is_set():
@@ -408,6 +444,8 @@ class Replicator(SchemaChanges):
             self._loading_now = True
             try:
                 cp = await self._initial_load(cp)
+            except SourceConnectionError as exc:
+                raise _LoadInterrupted(str(exc)) from exc  # starts over within source_retry_seconds (_run)
             finally:
                 self._loading_now = False
         self._checkpoint = cp
@@ -592,6 +630,7 @@ class Replicator(SchemaChanges):
         self.status.state = "initial load"
         leftovers = set(previous.loading or ()) if previous is not None else set()
         async with await SourceConnection.connect(self.dsn) as src:
+            self._load_connects += 1  # the source is there: a later loss is a new outage (_run's retry budget)
             names = await self._tables_in_scope(src)
             marker = Checkpoint(
                 self.replica,
