@@ -26,7 +26,7 @@ import logging
 import random
 import re
 import struct
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, NoReturn
@@ -121,6 +121,11 @@ _PURGED_PATTERNS = (
     "could not open log file",
     "binary log is not open",
 )
+# TLS failures a retry does not cure: a certificate that does not verify (wrong ssl_ca, a host name it does not
+# name, expired), a client certificate the server refuses, no protocol version or cipher both sides accept
+_TLS_REASON_RE = re.compile(r"\[SSL: ([A-Z0-9_]+)\]")
+_TLS_TRANSIENT_REASONS = frozenset({"UNEXPECTED_EOF_WHILE_READING", "WRONG_VERSION_NUMBER"})  # a cut; no TLS offered
+_DNS_FAILURE_RE = re.compile(r"Name or service not known|No address associated with hostname|nodename nor servname")
 _MARIADB_GTID_RE = re.compile(r"\d+-\d+-\d+")
 _VERSION_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
@@ -163,11 +168,41 @@ def translate_server_error(
         )
     if errno == 1236 and any(p in message.lower() for p in _PURGED_PATTERNS):
         return BinlogPurgedError(
-            f"{where}: {message}. The binlog/GTIDs you asked for were purged (or never existed on this "
-            "server); start from a newer position (see SHOW BINARY LOGS) or take a new snapshot",
+            f"{where}: {message.rstrip('. ')}. The binlog/GTIDs asked for were purged (or never existed on this "
+            "server). A replica cannot resume from its checkpoint (the changes in between are gone): take a new "
+            "snapshot (mybinlog snapshot, or drop the replica's checkpoint and tables and start replicate again for "
+            "a new initial load). A reader that may skip those changes can start from a newer position (see SHOW "
+            "BINARY LOGS)",
             errno=errno,
         )
+    if errno == 3159:  # MySQL require_secure_transport=ON, reached without TLS
+        return PreconditionError(
+            f"{where}: the server requires TLS (require_secure_transport=ON) and the DSN does not ask for it: "
+            f"{message}. Add ssl=true to the DSN (or ssl=verify_ca&ssl_ca=/path/ca.pem to check the certificate)",
+            errno=errno,
+        )
+    tls = _TLS_REASON_RE.search(message)
+    if (tls is not None and tls.group(1) not in _TLS_TRANSIENT_REASONS) or "certificate verify failed" in message:
+        reason = tls.group(1) if tls is not None else "CERTIFICATE_VERIFY_FAILED"
+        if reason == "CERTIFICATE_VERIFY_FAILED":
+            fix = (
+                "the server's certificate does not verify against the DSN's ssl_ca (or the system CAs), or does "
+                "not name the host (ssl=verify_identity): give ssl_ca the CA that signed the server's certificate, "
+                "connect by a name the certificate holds, or use ssl=verify_ca (any host name) or ssl=true "
+                "(encrypted, unverified)"
+            )
+        else:
+            fix = (
+                "the TLS handshake failed: check the server's TLS settings and the DSN's ssl, ssl_ca, ssl_cert and "
+                "ssl_key (a client certificate the server refuses, no TLS version or cipher both accept)"
+            )
+        return SourceError(f"{where}: {message}. Not retried: {fix}", errno=errno)
     if errno in _CONNECTION_ERRNOS or errno is None:
+        if _DNS_FAILURE_RE.search(message):
+            message += (
+                f"; the host name {dsn.host!r} does not resolve (retried: a restarting container's name may "
+                "vanish from DNS for a while): check the host of the DSN"
+            )
         return SourceConnectionError(f"{where}: {message}", errno=errno)
     return SourceError(f"{where}: {message}", errno=errno)
 
@@ -226,6 +261,44 @@ def _tls_refused(dsn: DSN, tls: bool) -> Iterator[None]:
             f"{dsn.display}: the server does not offer TLS, and the DSN asks for it (ssl={dsn.ssl}): enable TLS on "
             "the server (MySQL: see its error log for 'Failed to set up SSL'; ssl_cert and ssl_key must be readable "
             "by mysqld; MariaDB: start it with --ssl-cert and --ssl-key), or connect with ssl=false"
+        ) from exc
+
+
+async def _accepts_over_tls(dsn: DSN) -> bool:
+    """Whether the server lets the DSN's user in over TLS (an unverified handshake: only to tell a wrong password
+    from an account that requires TLS; nothing is read or written on the connection)."""
+    try:
+        async with asyncio.timeout(dsn.connect_timeout):
+            probe = await asyncmy.connect(
+                host=dsn.host,
+                port=dsn.port,
+                user=dsn.user,
+                password=dsn.password.encode("utf-8"),
+                ssl=DSN(host=dsn.host, port=dsn.port, user=dsn.user, ssl="required").ssl_context(),
+                connect_timeout=dsn.connect_timeout,
+                program_name="mybinlog",
+            )
+    except Exception:  # noqa: BLE001 - any failure (a timeout too): no sign the account needs TLS
+        return False
+    probe.close()
+    return True
+
+
+@contextlib.asynccontextmanager
+async def _tls_required(dsn: DSN, plain: bool) -> AsyncIterator[None]:
+    """Access denied (1045) to a plain connection may mean the account requires TLS (MariaDB and MySQL ``CREATE
+    USER ... REQUIRE SSL``; MySQL's require_secure_transport is its own error, 3159): then the same user and
+    password get in over TLS, and the error says to add ``ssl=true`` instead of "check the password"."""
+    try:
+        yield
+    except AuthenticationError as exc:
+        if not plain or exc.errno != 1045 or dsn.unix_socket is not None or not await _accepts_over_tls(dsn):
+            raise
+        raise AuthenticationError(
+            f"{dsn.display} (connecting): the server accepts user {dsn.user!r} only over TLS (the account requires "
+            "SSL: REQUIRE SSL/X509) and the DSN does not ask for it: add ssl=true to the DSN (or "
+            "ssl=verify_ca&ssl_ca=/path/ca.pem to check the certificate)",
+            errno=exc.errno,
         ) from exc
 
 
@@ -501,42 +574,43 @@ class BinlogConnection:
             raise ConfigurationError(f"idle_timeout must be positive seconds or None, got {idle_timeout!r}")
 
         ssl_context = dsn.ssl_context()
-        # One budget for the whole connection phase: TCP connect, TLS, authentication and the setup queries
-        # (a server that accepts connections but does not answer must not hang us).
-        try:
-            async with asyncio.timeout(dsn.connect_timeout):
-                with _translate_errors(dsn, during="connecting"), _tls_refused(dsn, ssl_context is not None):
-                    conn = await asyncmy.connect(
-                        host=dsn.host,
-                        port=dsn.port,
-                        user=dsn.user,
-                        password=dsn.password.encode("utf-8"),
-                        database=dsn.database,
-                        unix_socket=dsn.unix_socket,
-                        ssl=ssl_context,
-                        connect_timeout=dsn.connect_timeout,
-                        autocommit=True,
-                        charset="utf8mb4",
-                        program_name="mybinlog",
-                    )
-                try:
-                    return await cls._setup(
-                        conn,
-                        dsn,
-                        server_id=server_id,
-                        heartbeat_period=heartbeat_period,
-                        idle_timeout=idle_timeout,
-                        check_preconditions=check_preconditions,
-                        require_full_row_image=require_full_row_image,
-                    )
-                except BaseException:
-                    conn.close()
-                    raise
-        except TimeoutError as exc:
-            raise SourceConnectionError(
-                f"{dsn.display}: the server did not complete the connection within connect_timeout="
-                f"{dsn.connect_timeout:g} s; is it overloaded or hung? Retry, or raise connect_timeout in the DSN"
-            ) from exc
+        async with _tls_required(dsn, ssl_context is None):
+            # One budget for the whole connection phase: TCP connect, TLS, authentication and the setup queries
+            # (a server that accepts connections but does not answer must not hang us).
+            try:
+                async with asyncio.timeout(dsn.connect_timeout):
+                    with _translate_errors(dsn, during="connecting"), _tls_refused(dsn, ssl_context is not None):
+                        conn = await asyncmy.connect(
+                            host=dsn.host,
+                            port=dsn.port,
+                            user=dsn.user,
+                            password=dsn.password.encode("utf-8"),
+                            database=dsn.database,
+                            unix_socket=dsn.unix_socket,
+                            ssl=ssl_context,
+                            connect_timeout=dsn.connect_timeout,
+                            autocommit=True,
+                            charset="utf8mb4",
+                            program_name="mybinlog",
+                        )
+                    try:
+                        return await cls._setup(
+                            conn,
+                            dsn,
+                            server_id=server_id,
+                            heartbeat_period=heartbeat_period,
+                            idle_timeout=idle_timeout,
+                            check_preconditions=check_preconditions,
+                            require_full_row_image=require_full_row_image,
+                        )
+                    except BaseException:
+                        conn.close()
+                        raise
+            except TimeoutError as exc:
+                raise SourceConnectionError(
+                    f"{dsn.display}: the server did not complete the connection within connect_timeout="
+                    f"{dsn.connect_timeout:g} s; is it overloaded or hung? Retry, or raise connect_timeout in the DSN"
+                ) from exc
 
     @classmethod
     async def _setup(
