@@ -38,6 +38,13 @@ from ..errors import ConfigurationError
 from ..source._dsn import DSN
 
 __all__ = [
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_LOCKED",
+    "EXIT_OK",
+    "EXIT_STOPPED_TABLES",
+    "EXIT_UNAVAILABLE",
+    "EXIT_USAGE",
     "CH_PASSWORD_ENV",
     "CH_PASSWORD_FILE_ENV",
     "PASSWORD_ENV",
@@ -68,6 +75,50 @@ CH_PASSWORD_FILE_ENV = "MYBINLOG_CH_PASSWORD_FILE"
 MAX_PASSWORD_FILE_BYTES = 64 * 1024
 
 _ArgumentContainer = argparse.ArgumentParser | argparse._ArgumentGroup
+
+
+# --- exit codes (docs/exit-codes.md: one table for every command) ---------------------------------------------------
+
+EXIT_OK = 0  # done: stopped cleanly, caught up (--once), printed what was asked
+EXIT_ERROR = 1  # a permanent error: the message says what to fix (a grant, the TLS CA, a purged binlog, ...)
+EXIT_USAGE = 2  # bad arguments, DSN, URL or settings (argparse's code too)
+EXIT_STOPPED_TABLES = 3  # replicate: the replica ran, but the replication of some tables stopped
+EXIT_LOCKED = 4  # replicate: another process writes this replica (or took it over)
+EXIT_UNAVAILABLE = 75  # EX_TEMPFAIL: the source or ClickHouse unreachable (past the retry budget): run again later
+EXIT_INTERRUPTED = 130  # a (second) SIGINT/SIGTERM aborted the work in flight
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code of an error that ended a command: 2 for bad input, 4 for a replica written elsewhere, 75 for
+    what running again later may cure (``retriable``: the source or ClickHouse unreachable), 1 for the rest (a
+    permanent error: a wrong TLS CA, a missing grant, a purged binlog; the message names the fix)."""
+    from ..errors import MybinlogError, ReplicaLockedError
+
+    if isinstance(exc, ReplicaLockedError):
+        return EXIT_LOCKED
+    if isinstance(exc, ConfigurationError):
+        return EXIT_USAGE
+    if isinstance(exc, MybinlogError) and exc.retriable:
+        return EXIT_UNAVAILABLE
+    return EXIT_ERROR
+
+
+def check_replica_name(name: str, *, where: str = "--replica") -> str:
+    """``name`` if it can name a replica (its checkpoint, its lock, log lines); else :class:`ConfigurationError`.
+
+    An empty name (which would silently become the database's) and control characters (a newline splits log
+    lines and status output) are refused."""
+    if not name or not name.strip():
+        raise ConfigurationError(
+            f"{where} is empty: give the replica a name (e.g. the database's: leave {where} out for that)"
+        )
+    bad = next((c for c in name if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029"), None)
+    if bad is not None:
+        raise ConfigurationError(
+            f"{where} {name!r} holds the control character {bad!r}: a replica's name appears in log lines, status "
+            "rows and lock names; use letters, digits, '_', '-' or '.'"
+        )
+    return name
 
 
 # --- argument definitions ----------------------------------------------------------------------------------------

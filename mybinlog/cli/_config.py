@@ -375,6 +375,7 @@ class _Parser:
                     raise self.error(where, 'expected a table [replicas.NAME] with keys, e.g. database = "shop"')
                 if not name.strip():
                     raise self.error(where, "give the replica a name")
+                _check_name(name, f"{self.path}: {where}")
                 if "name" in body:
                     raise self.error(f"{where} name", f"the replica's name is its table key ({name!r}): remove name")
                 entries.append((name, where, body))
@@ -439,6 +440,8 @@ class _Parser:
             name = self.string(body, "name", where, 'name = "shop"')
             if name is not None and not name.strip():
                 raise self.error(f"{where} name", "give the replica a name")
+            if name is not None:
+                _check_name(name, f"{self.path}: {where} name")
             name = name or database
         source = self.reference(body, "source", where, sources)
         target = self.reference(body, "target", where, targets)
@@ -628,3 +631,10 @@ def _password(spec: PasswordSource, where: str, environ: Mapping[str, str] | Non
         )
         return spec.inline
     return None
+
+
+def _check_name(name: str, where: str) -> None:
+    """A replica's name without control characters (it appears in log lines and status rows)."""
+    from ._common import check_replica_name
+
+    check_replica_name(name, where=f"{where}: the replica name")

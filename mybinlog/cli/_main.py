@@ -16,7 +16,7 @@ from ..errors import MybinlogError
 from ..protocol._events import Event
 from ..protocol._format import event_to_json, event_to_text, events_to_jsonl, events_to_jsonl_utf8
 from ..source._files import iter_binlog_events
-from ._common import ArgumentParser, add_source_arguments, source_dsn
+from ._common import ArgumentParser, add_source_arguments, exit_code, source_dsn
 
 __all__ = ["main"]
 
@@ -279,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.flush()
     except MybinlogError as exc:
         print(f"mybinlog: error: {exc}", file=sys.stderr)
-        return 1
+        return exit_code(exc)  # 2 bad input, 75 unreachable (run again later), 1 the rest (docs/exit-codes.md)
     except BrokenPipeError:
         # output piped into `head` and closed: not an error
         with contextlib.suppress(OSError):

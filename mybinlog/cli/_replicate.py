@@ -10,10 +10,15 @@ import json
 import logging
 import signal
 import sys
-from typing import Any
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
-from ..errors import ConfigurationError, MybinlogError, SourceConnectionError
+from ..errors import ConfigurationError, MybinlogError, SourceConnectionError, TargetUnavailableError
+from . import _common
 from ._common import ArgumentParser, add_source_arguments, add_target_arguments, source_dsn, target_url
+
+_T = TypeVar("_T")
 
 __all__ = ["register"]
 
@@ -112,29 +117,16 @@ def register(sub: Any) -> None:
     rep.set_defaults(func=run_replicate)
 
 
-# Exit codes of `mybinlog replicate` (docs/replication.md, "Exit codes"): a supervisor can tell "fix something" from
-# "run me again later".
-EXIT_OK = 0  # stopped cleanly (signal) or caught up (--once); every table in scope replicated
-EXIT_ERROR = 1  # replication cannot go on: the message says why and what to do (grants, purged binlog, history...)
-EXIT_USAGE = 2  # bad arguments or settings
-EXIT_STOPPED_TABLES = 3  # the replica ran, but the replication of some tables stopped (each named, with the fix)
-EXIT_LOCKED = 4  # another process writes this replica
-EXIT_UNAVAILABLE = 75  # the source or ClickHouse stayed unreachable longer than the retry budget: run again later
-EXIT_INTERRUPTED = 130  # a second SIGINT/SIGTERM aborted the current batch (the checkpoint is still exact)
-
-
-def exit_code(exc: BaseException) -> int:
-    """The exit code for an error that ended a replica."""
-    from ..replication import ReplicaLockedError, TargetUnavailableError
-    from ..replication.target import TargetConnectionError
-
-    if isinstance(exc, ReplicaLockedError):
-        return EXIT_LOCKED
-    if isinstance(exc, ConfigurationError):
-        return EXIT_USAGE
-    if isinstance(exc, TargetUnavailableError | SourceConnectionError | TargetConnectionError):
-        return EXIT_UNAVAILABLE
-    return EXIT_ERROR
+# Exit codes of `mybinlog replicate` (docs/exit-codes.md): a supervisor can tell "fix something" from "run me again
+# later". The one rule for every command is _common.exit_code.
+EXIT_OK = _common.EXIT_OK
+EXIT_ERROR = _common.EXIT_ERROR
+EXIT_USAGE = _common.EXIT_USAGE
+EXIT_STOPPED_TABLES = _common.EXIT_STOPPED_TABLES
+EXIT_LOCKED = _common.EXIT_LOCKED
+EXIT_UNAVAILABLE = _common.EXIT_UNAVAILABLE
+EXIT_INTERRUPTED = _common.EXIT_INTERRUPTED
+exit_code = _common.exit_code
 
 
 def run_replicate(args: argparse.Namespace) -> int:
@@ -145,16 +137,85 @@ def run_replicate(args: argparse.Namespace) -> int:
         return exit_code(exc)
 
 
+class _Stopped(Exception):
+    """A signal arrived while the process was still waiting for its source or target at start-up."""
+
+
+async def _starting(
+    what: str, budget: float, option: str, stop: asyncio.Event, attempt: Callable[[], Awaitable[_T]]
+) -> _T:
+    """``await attempt()``, tried again with backoff while it fails with a retriable error (the source or ClickHouse
+    not reachable yet: a server restarting looks like that), for up to ``budget`` seconds, as a reconnect would be.
+    A permanent error (a wrong TLS CA, a wrong password, a missing grant) is raised at once. Raises
+    :class:`_Stopped` when ``stop`` is set meanwhile (a signal)."""
+    started = time.monotonic()
+    delay = 0.2
+    while True:
+        try:
+            return await attempt()
+        except MybinlogError as exc:
+            if not exc.retriable:
+                raise
+            if time.monotonic() - started + delay > budget:
+                message = (
+                    f"{what} stayed unreachable for {budget:g} s since the start ({option}; last error: {exc}); "
+                    "nothing was written: run again later"
+                )
+                if isinstance(exc, SourceConnectionError):
+                    raise SourceConnectionError(message, errno=exc.errno) from exc
+                raise TargetUnavailableError(message) from exc
+            logger.warning(
+                "%s is not reachable (%s); trying again in %.1f s (for up to %g s, %s)",
+                *(what, exc, delay, budget, option),
+            )
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(delay):
+                await stop.wait()  # a backoff that a signal cuts short
+        if stop.is_set():
+            raise _Stopped
+        delay = min(delay * 2, 5.0)
+
+
+async def _wait_for_sources(replicators: list[Any], stop: asyncio.Event) -> None:
+    """Connect once to each source (its binlog settings checked), retrying within its ``source_retry_seconds``."""
+    from ..source._connection import BinlogConnection
+
+    budgets: dict[Any, float] = {}
+    for r in replicators:
+        budgets[r.dsn] = max(budgets.get(r.dsn, 0.0), r.settings.source_retry_seconds)
+    for dsn, budget in budgets.items():
+
+        async def connect(dsn: Any = dsn) -> None:
+            conn = await BinlogConnection.connect(dsn, heartbeat_period=0)
+            await conn.aclose()
+
+        await _starting(f"the source {dsn.display}", budget, "--source-retry-seconds", stop, connect)
+
+
+async def _open_target(url: str, budget: float, stop: asyncio.Event) -> Any:
+    """The target of ``url`` (:func:`open_target`), a ClickHouse server not reachable yet retried within ``budget``
+    seconds (``--target-retry-seconds``), as later failures are."""
+    from urllib.parse import urlsplit
+
+    from ..replication import open_target
+
+    try:
+        parts = urlsplit(url)
+        where = f"ClickHouse at {parts.hostname}:{parts.port or 8123}" if parts.hostname else "ClickHouse"
+    except ValueError:
+        where = "ClickHouse"
+    return await _starting(where, budget, "--target-retry-seconds", stop, lambda: open_target(url))
+
+
 async def _replicate(args: argparse.Namespace) -> int:
     # the replicas of the command line (one source, one target, --database repeated) or of a --config file (many
     # sources and targets; the replicas of one source share one client, i.e. one binlog connection); then the same
     # run for both: one replica failing stops the others, a signal stops them all
-    if getattr(args, "config", None):
-        replicators, targets = await _replicas_of_config(args)
-    else:
-        replicators, targets = await _replicas_of_flags(args)
     loop = asyncio.get_running_loop()
     stopping = False
+    replicators: list[Any] = []
+    tasks: list[asyncio.Future[None]] = []
+    starting_stop = asyncio.Event()  # a signal while waiting for the source or the target at start-up
 
     def on_signal() -> None:
         nonlocal stopping
@@ -163,6 +224,7 @@ async def _replicate(args: argparse.Namespace) -> int:
                 task.cancel()
             return
         stopping = True
+        starting_stop.set()
         logger.warning("stopping: finishing the current batch (signal again to abort)")
         for r in replicators:
             r.stop()
@@ -170,7 +232,28 @@ async def _replicate(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, on_signal)
-    tasks = [asyncio.ensure_future(r.run(until_caught_up=args.once)) for r in replicators]
+    try:
+        if getattr(args, "config", None):
+            made, targets = await _replicas_of_config(args, starting_stop)
+        else:
+            made, targets = await _replicas_of_flags(args, starting_stop)
+    except _Stopped:
+        return EXIT_OK
+    replicators.extend(made)
+    try:
+        # the source is retried at start-up as after a disconnection: within --source-retry-seconds
+        await _wait_for_sources(replicators, starting_stop)
+    except BaseException as exc:
+        clients = {id(r.client): r.client for r in replicators if r.client is not None}
+        for client in clients.values():
+            await client.aclose()
+        for target in targets:
+            await target.aclose()
+        if isinstance(exc, _Stopped):
+            return EXIT_OK
+        raise
+    tasks.extend(asyncio.ensure_future(r.run(until_caught_up=args.once)) for r in replicators)
+
     reporter = asyncio.ensure_future(_report(replicators, args.status_interval))
     rc = 0
     status_server: Any = None
@@ -222,15 +305,20 @@ async def _replicate(args: argparse.Namespace) -> int:
     return rc
 
 
-async def _replicas_of_flags(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
+async def _replicas_of_flags(args: argparse.Namespace, stop: asyncio.Event) -> tuple[list[Any], list[Any]]:
     """The replicas of ``--source``/``--target``/``--database`` (one per database) and the one target."""
-    from ..replication import ReplicationSettings, Replicator, open_target
+    from ..replication import ReplicationSettings, Replicator
 
     dsn = source_dsn(args)
     if not args.database:
         raise ConfigurationError("--database is required (or --config FILE naming the replicas)")
     if len(args.database) > 1 and (args.target_database or args.replica):
         raise ConfigurationError("--target-database/--replica go with a single --database")
+    if args.replica is not None:
+        _common.check_replica_name(args.replica)
+    for database in args.database:
+        if not database or not database.strip():
+            raise ConfigurationError("--database is empty: give the MySQL database to replicate")
     settings = ReplicationSettings(
         engine=args.engine,
         max_rows_in_buffer=args.max_rows_in_buffer,
@@ -244,7 +332,7 @@ async def _replicas_of_flags(args: argparse.Namespace) -> tuple[list[Any], list[
         lease_seconds=args.lease_seconds,
     )
     tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None
-    target = await open_target(target_url(args))
+    target = await _open_target(target_url(args), args.target_retry_seconds, stop)
     replicators = [
         Replicator(
             dsn,
@@ -290,12 +378,12 @@ def _replicate_parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _replicas_of_config(args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
+async def _replicas_of_config(args: argparse.Namespace, stop: asyncio.Event) -> tuple[list[Any], list[Any]]:
     """The replicas of the ``--config`` file, each with its source's shared client, and the targets they use.
 
     Everything that can be wrong with the file or its passwords is raised (ConfigurationError: exit 2) before
     anything connects."""
-    from ..replication import ReplicationSettings, Replicator, open_target
+    from ..replication import ReplicationSettings, Replicator
     from ..sharing import get_binlog_client
     from ._config import load_config
 
@@ -328,7 +416,8 @@ async def _replicas_of_config(args: argparse.Namespace) -> tuple[list[Any], list
     targets: dict[str, Any] = {}
     try:
         for name, url in urls.items():
-            targets[name] = await open_target(url)
+            budget = max(c.settings.target_retry_seconds for c in config.replicas if c.target == name)
+            targets[name] = await _open_target(url, budget, stop)
     except BaseException:
         for opened in targets.values():
             await opened.aclose()

@@ -21,7 +21,15 @@ from typing import Any, TextIO
 
 from ..errors import ConfigurationError, MybinlogError
 from ..snapshot._chunks import parse_key_range
-from ._common import ArgumentParser, add_source_arguments, add_target_arguments, source_dsn, target_url
+from ._common import (
+    ArgumentParser,
+    add_source_arguments,
+    add_target_arguments,
+    check_replica_name,
+    exit_code,
+    source_dsn,
+    target_url,
+)
 
 __all__ = ["add_arguments", "main", "options_from_args", "register", "run"]
 
@@ -117,7 +125,7 @@ def options_from_args(args: argparse.Namespace) -> tuple[object, str | None]:
         database=database,
         tables=tuple(t.strip() for t in args.tables.split(",") if t.strip()) if args.tables else (),
         target_database=args.target_database,
-        replica=args.replica,
+        replica=check_replica_name(args.replica) if args.replica is not None else None,
         engine=args.engine,
         mode=args.mode,
         where=args.where,
@@ -256,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(args, spark_submit=True, err=err)
     except MybinlogError as exc:
         print(f"mybinlog snapshot: error: {exc}", file=err, flush=True)
-        return 1
+        return exit_code(exc)
     except KeyboardInterrupt:
         return 130
     except Exception:  # noqa: BLE001 - not Python's stderr, which spark-submit sends to stdout

@@ -123,7 +123,21 @@ async def run_verify(args: argparse.Namespace) -> int:
     out = report.to_json() + "\n" if args.format == "json" else report.render_text()
     sys.stdout.write(_redact(out, secrets))
     sys.stdout.flush()
+    # what kept the comparison from completing goes to stderr too (a script or a log sees it without the report)
+    for t in report.errors:
+        sys.stderr.write(f"mybinlog verify: error: {_redact(_with_fix(t.error or 'failed'), secrets)}\n")
+    sys.stderr.flush()
     return report.exit_code
+
+
+def _with_fix(error: str) -> str:
+    """A table's or database's error with what to do about it when the error does not say."""
+    if "does not exist in the source" in error:
+        return (
+            f"{error}: check the name given with --database/--tables (SHOW DATABASES, SHOW TABLES on the source), "
+            "and that the source user has a privilege on it (the server hides databases the user may not see)"
+        )
+    return error
 
 
 def _url_password(url: str) -> str:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import re
+
 from ...errors import ConfigurationError
 from ._chdb import ChdbTarget
 from ._http import HttpTarget, _redact_url
 from ._interface import Target
 
-__all__ = ["open_target"]
+__all__ = ["check_embedded_url", "open_target"]
 
 
 async def open_target(url: str, *, database: str | None = None) -> Target:
@@ -26,9 +29,44 @@ async def open_target(url: str, *, database: str | None = None) -> Target:
     """
     if url.startswith(("http://", "https://")):
         return await HttpTarget.open(url, database=database)
-    if "://" in url and not url.startswith("chdb:"):
-        raise ConfigurationError(
-            f"unsupported ClickHouse URL scheme in {_redact_url(url)!r}: use http(s)://host:8123, chdb:///path or a "
-            f"directory"
-        )
+    check_embedded_url(url)
     return await ChdbTarget.open(url, database=database)
+
+
+_ACCEPTED = (
+    "a ClickHouse server http(s)://[user@]host:8123, or embedded ClickHouse: chdb:///absolute/path, "
+    "chdb://relative/path, :memory:, or a directory path that starts with /, ./, ../ or ~ (or has no ':')"
+)
+_HOST_PORT_RE = re.compile(r"^(?:(https?):/?)?([\w.-]+|\[[0-9a-fA-F:]+\]):(\d+)(/.*)?$")
+
+
+def check_embedded_url(url: str) -> None:
+    """Raise :class:`ConfigurationError` unless ``url`` names embedded ClickHouse without doubt: ``chdb:...``,
+    ``:memory:``, a path that exists, or one that is clearly a path (starts with ``/``, ``./``, ``../`` or ``~``,
+    or has no colon). ``http:127.0.0.1:8123`` or ``127.0.0.1:8123`` is a mistyped server URL, not a directory to
+    create."""
+    if url.startswith("chdb:") or url == ":memory:":
+        return
+    if "://" in url:
+        raise ConfigurationError(f"unsupported ClickHouse URL scheme in {_redact_url(url)!r}: use {_ACCEPTED}")
+    if not url:
+        raise ConfigurationError(f"the ClickHouse target is empty: use {_ACCEPTED}")
+    if ":" not in url or url.startswith(("/", "./", "../", "~")) or os.path.exists(url):
+        return
+    hint = ""
+    match = _HOST_PORT_RE.match(url)
+    if match is not None:
+        scheme = match.group(1) or "http"
+        hint = f" (did you mean {scheme}://{match.group(2)}:{match.group(3)}{match.group(4) or ''}?)"
+    raise ConfigurationError(
+        f"the ClickHouse target {_shown(url)!r} is neither a URL nor a clear path{hint}: use {_ACCEPTED} "
+        f"(an embedded directory whose name holds ':' is written ./name or chdb://name)"
+    )
+
+
+def _shown(url: str) -> str:
+    """``url`` for a message, without what may be a password (``user:pw@``, ``password=``)."""
+    if "@" in url:
+        scheme = re.match(r"[A-Za-z][A-Za-z0-9+.-]*:/*", url)
+        url = (scheme.group(0) if scheme else "") + "***@" + url.rpartition("@")[2]
+    return re.sub(r"(?i)(password=)[^&]*", r"\1***", url)
