@@ -24,7 +24,7 @@ Accounts (caching_sha2_password, MySQL's default):
 
 * ``root@127.0.0.1`` with password :data:`ADMIN_PASSWORD`: all privileges.
 * ``repl@%`` with password :data:`REPL_PASSWORD`: REPLICATION SLAVE, REPLICATION CLIENT, SELECT, RELOAD,
-  SHOW DATABASES, SHOW VIEW, what a CDC client needs.
+  SHOW DATABASES, SHOW VIEW and XA_RECOVER_ADMIN, what a CDC client needs (docs/servers.md).
 
 Layer rules: imports nothing from the rest of mybinlog (standard library and pymysql only).
 """
@@ -257,6 +257,7 @@ def _bootstrap_sql() -> list[str]:
         f"GRANT ALL PRIVILEGES ON *.* TO {admin} WITH GRANT OPTION",
         f"CREATE USER IF NOT EXISTS {repl} IDENTIFIED BY '{REPL_PASSWORD}'",
         f"GRANT SELECT, RELOAD, SHOW DATABASES, SHOW VIEW, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO {repl}",
+        f"GRANT XA_RECOVER_ADMIN ON *.* TO {repl}",  # the initial load lists prepared XA transactions
     ]
 
 
