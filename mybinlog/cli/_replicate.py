@@ -23,6 +23,7 @@ _T = TypeVar("_T")
 __all__ = ["register"]
 
 logger = logging.getLogger("mybinlog.cli")
+progress_logger = logging.getLogger("mybinlog.progress")
 
 DEFAULT_TARGET = "chdb://./mybinlog-clickhouse"
 
@@ -308,6 +309,7 @@ async def _replicate(args: argparse.Namespace) -> int:
 async def _replicas_of_flags(args: argparse.Namespace, stop: asyncio.Event) -> tuple[list[Any], list[Any]]:
     """The replicas of ``--source``/``--target``/``--database`` (one per database) and the one target."""
     from ..replication import ReplicationSettings, Replicator
+    from ..replication._lease import check_standby_target
 
     dsn = source_dsn(args)
     if not args.database:
@@ -332,7 +334,10 @@ async def _replicas_of_flags(args: argparse.Namespace, stop: asyncio.Event) -> t
         lease_seconds=args.lease_seconds,
     )
     tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None
-    target = await _open_target(target_url(args), args.target_retry_seconds, stop)
+    url = target_url(args)
+    if settings.standby:
+        check_standby_target(url)  # before opening: opening a chdb target creates its directory
+    target = await _open_target(url, args.target_retry_seconds, stop)
     replicators = [
         Replicator(
             dsn,
@@ -384,6 +389,7 @@ async def _replicas_of_config(args: argparse.Namespace, stop: asyncio.Event) -> 
     Everything that can be wrong with the file or its passwords is raised (ConfigurationError: exit 2) before
     anything connects."""
     from ..replication import ReplicationSettings, Replicator
+    from ..replication._lease import check_standby_target
     from ..sharing import get_binlog_client
     from ._config import load_config
 
@@ -413,6 +419,9 @@ async def _replicas_of_config(args: argparse.Namespace, stop: asyncio.Event) -> 
         args.status_address = config.status_address
     if config.status_interval is not None and args.status_interval == defaults.get_default("status_interval"):
         args.status_interval = config.status_interval
+    for spec in config.replicas:
+        if spec.settings.standby:
+            check_standby_target(urls[spec.target])  # before opening: opening a chdb target creates its directory
     targets: dict[str, Any] = {}
     try:
         for name, url in urls.items():
@@ -462,10 +471,12 @@ async def _replicas_of_config(args: argparse.Namespace, stop: asyncio.Event) -> 
 
 
 def _status_dict(r: Any) -> dict[str, Any]:
+    from ..replication._observe import is_leader
+
     s = r.status
     return {
         "replica": s.replica,
-        "leader": s.leader,
+        "leader": is_leader(r),
         "epoch": s.epoch,
         "database": s.database,
         "target_database": s.target_database,
@@ -490,4 +501,5 @@ async def _report(replicators: list[Any], interval: float) -> None:
     while True:
         await asyncio.sleep(interval)  # periodic progress output, not synchronisation
         for r in replicators:
-            logger.warning("status %s", json.dumps(_status_dict(r)))
+            # INFO on the progress logger: shown without -v (like the initial load's progress), not a warning
+            progress_logger.info("status %s", json.dumps(_status_dict(r)))

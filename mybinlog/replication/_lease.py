@@ -34,11 +34,19 @@ import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from ..errors import ConfigurationError, MybinlogError, ReplicaLockedError, SourceConnectionError, SourceError
+from ..errors import (
+    ConfigurationError,
+    MybinlogError,
+    ReplicaLockedError,
+    SourceConnectionError,
+    SourceError,
+    TargetConnectionError,
+    TargetError,
+)
 from ..source._dsn import DSN
 from ._source import SourceConnection
 
-__all__ = ["ReplicaLease", "ReplicaLockedError", "lease_name"]
+__all__ = ["ReplicaLease", "ReplicaLockedError", "check_standby_target", "lease_name", "target_identity"]
 
 logger = logging.getLogger("mybinlog.replication")
 
@@ -63,15 +71,83 @@ def lease_name(target_identity: str, meta_database: str, replica: str) -> str:
     return f"mybinlog:{digest}"
 
 
-def target_identity(target: Any) -> str:
-    """Where a target keeps its data: the server's endpoint (without user and database) or chdb's directory."""
+_IDENTITY_ATTR = "_mybinlog_identity"  # the identity, cached on the target object (asked once per target)
+_UNKNOWN_FUNCTION = 46  # ClickHouse's code for a function the server does not have (serverUUID() before 21.x)
+_NO_UUID = "00000000-0000-0000-0000-000000000000"
+
+
+async def target_identity(target: Any) -> str:
+    """Which ClickHouse a target writes to, whatever its address is spelled like: what the server itself reports
+    (docs/ha.md, "The replica's identity"), or chdb's real directory.
+
+    * a server: ``serverUUID()`` (ClickHouse 21.x and later: a UUID the server keeps in its data directory); where it
+      is missing (18.16) or zero, ``hostName()`` with the data directory of its ``system`` database (two servers on
+      one host cannot share a data directory). ``127.0.0.1``, ``localhost``, a DNS name, an IPv6 literal, with or
+      without a user, a path or a trailing slash, all give the same identity.
+    * embedded ClickHouse (chdb): ``chdb:`` and the directory with every symbolic link resolved (a relative path and
+      a link name give the same).
+    * anything else (a test double): its ``description``.
+
+    The answer is cached on the target. A server that answers neither query falls back to its endpoint as written
+    (logged as a WARNING: two spellings of that server are then two replicas to the lock).
+    """
+    cached = getattr(target, _IDENTITY_ATTR, None)
+    if isinstance(cached, str):
+        return cached
+    identity = await _ask_identity(target)
+    with contextlib.suppress(AttributeError, TypeError):  # a target that takes no attributes: asked every time
+        setattr(target, _IDENTITY_ATTR, identity)
+    return identity
+
+
+async def _ask_identity(target: Any) -> str:
     path = getattr(target, "path", None)
     if isinstance(path, str):
-        return f"chdb:{path}"
+        return f"chdb:{path}"  # resolved when the target was opened (every symbolic link, a relative path)
     endpoint = getattr(target, "_endpoint", None)
-    if isinstance(endpoint, str):
-        return endpoint
-    return str(getattr(target, "description", repr(target)))
+    if not isinstance(endpoint, str) or not hasattr(target, "query"):
+        return str(getattr(target, "description", repr(target)))
+    try:
+        rows = await target.query("SELECT toString(serverUUID())")
+        uuid = str(rows[0][0] or "") if rows else ""
+        if uuid and uuid != _NO_UUID:
+            return f"clickhouse-uuid:{uuid}"
+    except TargetConnectionError:
+        raise  # not reachable now: never guess (the caller retries or stops)
+    except TargetError as exc:
+        if exc.code != _UNKNOWN_FUNCTION:
+            return _endpoint_identity(target, endpoint, exc)
+    try:
+        rows = await target.query("SELECT hostName(), data_path FROM system.databases WHERE name = 'system'")
+    except TargetConnectionError:
+        raise
+    except TargetError as exc:
+        return _endpoint_identity(target, endpoint, exc)
+    if not rows or not rows[0][0] or not rows[0][1]:
+        return _endpoint_identity(target, endpoint, None)
+    return f"clickhouse-host:{rows[0][0]}:{rows[0][1]}"
+
+
+def _endpoint_identity(target: Any, endpoint: str, exc: BaseException | None) -> str:
+    logger.warning(
+        "%s: cannot ask the server who it is (%s): the replica lock is keyed on the address as written, so every "
+        'process of a replica must spell the target the same way (docs/ha.md, "The replica\'s identity"); grant '
+        "the user SELECT on system.databases to lift this",
+        getattr(target, "description", endpoint),
+        exc or "no answer",
+    )
+    return endpoint
+
+
+def check_standby_target(url: str) -> None:
+    """Refuse a standby whose target is embedded ClickHouse (chdb) before the target is opened (opening creates the
+    directory): chdb opens a directory in one process at a time, so a leader and its standbys cannot share it."""
+    if not url.startswith(("http://", "https://")):
+        raise ConfigurationError(
+            "standby needs a ClickHouse server as the target: embedded ClickHouse (chdb) opens its directory in "
+            "one process at a time, so the active and its standbys cannot share it (docs/ha.md); drop --standby "
+            "(run one replicator under a supervisor) or replicate into a ClickHouse server (http://host:8123)"
+        )
 
 
 def _granted(rows: list[tuple[Any, ...]]) -> bool:
@@ -114,6 +190,7 @@ class ReplicaLease:
         self.term = 0  # how often the lock was taken (acquire, and again after its connection broke)
         self.reacquired = 0
         self.waited = 0.0  # seconds the last acquire(wait=True) waited for the lock
+        self.standby = False  # the lock was taken by acquire(wait=True): this process runs as a standby
 
     def __repr__(self) -> str:
         return f"<ReplicaLease {self.replica!r} {self.name} on {self.dsn.display}>"
@@ -137,6 +214,7 @@ class ReplicaLease:
         ``wait`` (a standby): wait until it is free, logging who holds it; returns False when ``stop`` was set
         first (the lock is not taken then)."""
         started = _now()
+        self.standby = wait
         if wait:
             got = await self._wait_for_lock(stop)
             if got is None:
@@ -357,17 +435,23 @@ class ReplicaLease:
             if rows and rows[0][0] is not None:
                 holder = f"source connection {rows[0][0]}"
                 with contextlib.suppress(MybinlogError):
-                    hosts = await conn.query_processlist(
-                        "SELECT HOST FROM {processlist} WHERE ID = %s", (rows[0][0],)
-                    )
+                    hosts = await conn.query_processlist("SELECT HOST FROM {processlist} WHERE ID = %s", (rows[0][0],))
                     if hosts and hosts[0][0]:
                         holder += f" from {hosts[0][0]}"
         return holder
 
     async def _held_message(self, conn: SourceConnection, verb: str, *, lost: bool = False) -> str:
         holder = await self._holder(conn)
-        if lost:
-            advice = "this process stops without writing more; start it again with --standby to keep it as a standby"
+        if lost and self.standby:
+            advice = (
+                "this process stops without writing more (exit code 4); run it again as it was (it has --standby "
+                "already) to make it a standby of the new leader"
+            )
+        elif lost:
+            advice = (
+                "this process stops without writing more (exit code 4); to keep it as a standby of the new leader, "
+                "start it again with --standby"
+            )
         else:
             advice = (
                 "Stop the other process first, give this one another replica name (--replica) and target database, "

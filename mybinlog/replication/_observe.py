@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._replicator import Replicator
 
-__all__ = ["count_batch", "count_rows", "replica_snapshot"]
+__all__ = ["count_batch", "count_rows", "is_leader", "replica_snapshot"]
 
 progress_logger = logging.getLogger("mybinlog.progress")
 
@@ -51,6 +51,18 @@ def count_rows(counts: dict[str, dict[str, int]], table: str, changes: Iterable[
     kinds["delete"] += deletes
 
 
+def is_leader(r: Replicator) -> bool:
+    """Whether this process writes the replica now: it claimed it (``status.leader``), is not a standby, did not fail
+    or lose its lease, and its lease cannot have expired meanwhile (a leader paused, hung or cut off for longer than
+    the lease has most likely been replaced: it says so at once when it resumes, before its next confirmation fails
+    and it stops). A failed process released its lock: it leads nothing. See docs/ha.md."""
+    s = r.status
+    if not s.leader or s.state in ("standby", "failed"):
+        return False
+    lease = getattr(r, "_lease", None)  # ReplicaLease while it runs
+    return lease is None or (lease.failure is None and not lease.maybe_expired())
+
+
 def replica_snapshot(r: Replicator, now: float | None = None) -> dict[str, Any]:
     """The replica's status as a dict (every :class:`ReplicaStatus` field, the source check flattened) plus
     ``lag_seconds`` computed now (see the module docstring; the stored value once it stopped), ``connected``
@@ -62,7 +74,7 @@ def replica_snapshot(r: Replicator, now: float | None = None) -> dict[str, Any]:
     check = out.pop("binlog_check", None) or {}
     out.pop("idle_at", None)
     out.pop("checkpoint_time", None)
-    out["leader"] = bool(s.leader) and s.state != "standby"
+    out["leader"] = is_leader(r)
     cp = r.checkpoint
     ts = cp.position.timestamp if cp is not None and cp.loading is None else 0
     if s.state in ("streaming", "retrying"):

@@ -346,7 +346,7 @@ class Replicator(SchemaChanges):
             goal = await src.current_position() if until_caught_up and not s.standby else None
         lease = ReplicaLease(
             self.dsn,
-            lease_name(target_identity(self.target), s.meta_database, self.replica),
+            lease_name(await target_identity(self.target), s.meta_database, self.replica),
             replica=self.replica,
             retry_seconds=s.source_retry_seconds,
             lease_seconds=None if s.engine == "collapsing" else s.lease_seconds,
@@ -584,7 +584,7 @@ class Replicator(SchemaChanges):
                 await self._save(newest)  # the claim: the checkpoint as it was, under the new epoch
         waited = lease.waited if lease is not None and first else 0.0
         if self.settings.standby and first:
-            logger.warning(
+            logger.info(
                 "%s: took over replica %r (epoch %d) after %.1f s as a standby, at %s",
                 self.replica,
                 self.replica,

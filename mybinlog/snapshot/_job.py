@@ -575,7 +575,9 @@ class _Run:
         from ..replication._lease import ReplicaLease, ReplicaLockedError, lease_name, target_identity
 
         lease = ReplicaLease(
-            self.dsn, lease_name(target_identity(self.target), self.o.meta_database, self.replica), replica=self.replica
+            self.dsn,
+            lease_name(await target_identity(self.target), self.o.meta_database, self.replica),
+            replica=self.replica,
         )
         try:
             await lease.acquire()

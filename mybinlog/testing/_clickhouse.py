@@ -1,7 +1,7 @@
 """Private, throwaway ClickHouse servers (the Debian ``clickhouse-server`` 18.16 package) for tests and demos.
 
 :class:`ClickHouseServer` runs its own ``clickhouse-server`` in a temporary directory with a generated config:
-free HTTP and native TCP ports on 127.0.0.1, data/tmp/user_files/format_schemas directories and logs inside that
+free HTTP and native TCP ports on 127.0.0.1 (and on ``::1`` where the machine has IPv6 loopback: ``ipv6``), data/tmp/user_files/format_schemas directories and logs inside that
 directory, time zone UTC, and two users:
 
 * ``default`` with password :data:`CH_PASSWORD` (``url()``), so tests can check the password never leaks;
@@ -19,6 +19,7 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -82,7 +83,17 @@ def _kill_all_at_exit() -> None:
 atexit.register(_kill_all_at_exit)
 
 
-def _config_xml(base: Path, http_port: int, tcp_port: int) -> str:
+def ipv6_loopback() -> bool:
+    """Whether this machine can listen on ``::1`` (IPv6 loopback)."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
+            sock.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+def _config_xml(base: Path, http_port: int, tcp_port: int, *, ipv6: bool = False) -> str:
     def path(name: str) -> str:
         return escape(str(base / name)) + "/"
 
@@ -96,7 +107,7 @@ def _config_xml(base: Path, http_port: int, tcp_port: int) -> str:
         <count>2</count>
         <console>0</console>
     </logger>
-    <listen_host>127.0.0.1</listen_host>
+    <listen_host>127.0.0.1</listen_host>{"<listen_host>::1</listen_host>" if ipv6 else ""}
     <http_port>{http_port}</http_port>
     <tcp_port>{tcp_port}</tcp_port>
     <path>{path("data")}</path>
@@ -173,6 +184,7 @@ class ClickHouseServer:
         self.startup_timeout = startup_timeout
         self.http_port = _free_port()
         self.tcp_port = _free_port()
+        self.ipv6 = ipv6_loopback()  # listens on ::1 too (url(host="[::1]"))
         self.config_file = self.base_dir / "config.xml"
         self.log_dir = self.base_dir / "log"
         self._proc: subprocess.Popen[bytes] | None = None
@@ -184,11 +196,13 @@ class ClickHouseServer:
         """``http://127.0.0.1:<port>`` (no user, no password)."""
         return f"http://{self.host}:{self.http_port}"
 
-    def url(self, *, with_password: bool = True, user: str = CH_USER) -> str:
-        """The HTTP URL with credentials: ``http://default:<password>@127.0.0.1:<port>``."""
+    def url(self, *, with_password: bool = True, user: str = CH_USER, host: str | None = None) -> str:
+        """The HTTP URL with credentials: ``http://default:<password>@127.0.0.1:<port>``. ``host``: another name of
+        this server (``localhost``, ``[::1]`` when :attr:`ipv6`)."""
+        host = host or self.host
         if user == NOPASS_USER or not with_password:
-            return f"http://{user}@{self.host}:{self.http_port}"
-        return f"http://{user}:{CH_PASSWORD}@{self.host}:{self.http_port}"
+            return f"http://{user}@{host}:{self.http_port}"
+        return f"http://{user}:{CH_PASSWORD}@{host}:{self.http_port}"
 
     @property
     def password(self) -> str:
@@ -213,7 +227,7 @@ class ClickHouseServer:
     def _write_config(self) -> None:
         for name in ("data", "tmp", "user_files", "format_schemas", "log"):
             (self.base_dir / name).mkdir(parents=True, exist_ok=True)
-        self.config_file.write_text(_config_xml(self.base_dir, self.http_port, self.tcp_port))
+        self.config_file.write_text(_config_xml(self.base_dir, self.http_port, self.tcp_port, ipv6=self.ipv6))
         (self.base_dir / "users.xml").write_text(_users_xml())
 
     def logs_tail(self, lines: int = 30) -> str:

@@ -276,6 +276,9 @@ class FakeConn:
             return [(1,)]
         raise AssertionError(sql)
 
+    async def query_processlist(self, sql: str, args: tuple[object, ...] | None = None) -> list[tuple[Any, ...]]:
+        return await self.query(sql.format(processlist="information_schema.PROCESSLIST"), args)
+
     async def aclose(self) -> None:
         self.closed = True
         if self.server.holder == self.id:
@@ -338,6 +341,26 @@ async def test_a_broken_lock_connection_is_taken_again_in_a_new_term(server: Loc
     await lease.confirm()
     assert (lease.term, lease.reacquired) == (2, 1)
     assert server.holder == server.conns[1].id
+    await lease.release()
+
+
+@pytest.mark.parametrize("standby", [False, True])
+async def test_a_lost_lease_advises_standby_only_to_a_process_without_it(server: LockServer, standby: bool) -> None:
+    """A leader that took the lock as a standby and lost it is not told to add the --standby it runs with."""
+    lease = _make(lease_seconds=3)
+    if standby:
+        assert await lease.acquire(wait=True)
+    else:
+        await lease.acquire()
+    server.conns[0].break_()
+    server.holder = 55
+    lease._confirmed = _lease._now() - 10
+    with pytest.raises(ReplicaLockedError) as lost:
+        await lease.confirm()
+    assert "lost its lease" in str(lost.value)
+    assert ("start it again with --standby" in str(lost.value)) is not standby
+    if standby:
+        assert "has --standby already" in str(lost.value)
     await lease.release()
 
 

@@ -14,7 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from ...errors import ConfigurationError, MybinlogError, TargetError
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on Windows
+    fcntl = None  # type: ignore[assignment]
+
+from ...errors import ConfigurationError, MybinlogError, ReplicaLockedError, TargetError
 from ._capabilities import Capabilities
 from ._interface import _server_message
 from ._tsv import _insert_sql, parse_tsv, quote_ident, quote_string
@@ -124,8 +129,9 @@ class ChdbTarget:
     async def open(cls, url: str, *, database: str | None = None) -> ChdbTarget:
         path = _chdb_path(url)
         engine = _acquire_engine(path)
+        first = engine.refs == 1  # the first target of the directory in this process: nobody here has it open
         try:
-            conn, version = await engine.run(lambda: _chdb_connect(path, database))
+            conn, version = await engine.run(lambda: _chdb_connect(path, database, first=first))
         except BaseException:
             _release_engine(engine)
             raise
@@ -196,8 +202,48 @@ def _chdb_exceptions() -> tuple[type[Exception], ...]:
     return (RuntimeError, cast(type[Exception], chdb.ChdbError))
 
 
-def _chdb_connect(path: str, database: str | None) -> tuple[Any, str]:
-    """In the worker thread: open a chdb connection (creating the directory) and read the version."""
+def _check_not_open_elsewhere(path: str) -> None:
+    """Raise :class:`ReplicaLockedError` (exit code 4 for ``replicate``) when another process has the directory open.
+
+    ClickHouse (and so chdb) holds an exclusive ``flock`` on ``<path>/status`` while a directory is open and refuses
+    a second process with a bare "Error initializing EmbeddedServer"; a second ``replicate`` of the same replica,
+    whatever the path is spelled like (a symbolic link, a relative path), ends there. The status file names the
+    holder's PID."""
+    if path == ":memory:" or fcntl is None:
+        return
+    status = Path(path) / "status"
+    try:
+        fd = os.open(status, os.O_RDONLY)
+    except OSError:
+        return  # no status file: nobody has the directory open
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pass
+        except OSError:
+            return
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return
+        try:
+            text = os.read(fd, 4096).decode("utf-8", "replace")
+        except OSError:
+            text = ""
+    finally:
+        os.close(fd)
+    pid = re.search(r"PID: (\d+)", text)
+    holder = f"process {pid.group(1)}" if pid else "another process"
+    raise ReplicaLockedError(
+        f"embedded ClickHouse (chdb) directory {path!r} is open in {holder}: chdb opens a directory in one process at "
+        "a time, and one process writes a replica at a time. If it is another mybinlog process of this replica (the "
+        "same directory under another name counts too), stop it first; otherwise close the program that has it open"
+    )
+
+
+def _chdb_connect(path: str, database: str | None, *, first: bool = True) -> tuple[Any, str]:
+    """In the worker thread: open a chdb connection (creating the directory) and read the version. ``first``: no
+    other target of this process has the directory open (then another process must not have it either)."""
     try:
         import chdb
     except ImportError as exc:  # pragma: no cover - depends on the installation
@@ -209,9 +255,13 @@ def _chdb_connect(path: str, database: str | None) -> tuple[Any, str]:
             Path(path).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ConfigurationError(f"cannot create the chdb directory {path!r}: {exc}") from exc
+        if first:
+            _check_not_open_elsewhere(path)
     try:
         conn = cast(Any, chdb).connect(path)
     except _chdb_exceptions() as exc:
+        if first:
+            _check_not_open_elsewhere(path)  # opened by another process meanwhile: say so rather than chdb's bare error
         raise _chdb_error(exc, f"(open {path})", path) from None
     try:
         if database:
