@@ -38,13 +38,16 @@ def replica_snapshots(replicas: ReplicaSource | None) -> list[dict[str, Any]]:
 
 def replica_ready(rep: Mapping[str, Any], max_lag_seconds: float = DEFAULT_READY_MAX_LAG_SECONDS) -> tuple[bool, str]:
     """(ready, why) for one replica: the leader is ready when it streams with its source connected and its lag is
-    within ``max_lag_seconds`` (unknown for at most a moment after it starts); a standby (``leader`` false) is
-    ready unless it failed or stopped (it is ready to take over)."""
+    within ``max_lag_seconds`` (unknown for at most a moment after it starts); a waiting standby is ready (it is
+    ready to take over); a process that is neither (``leader`` false while it streams: a former leader whose lease
+    may have expired, about to stop) is not."""
     state = str(rep.get("state") or "")
-    if not rep.get("leader", True) or state == "standby":
-        if state in ("failed", "stopped"):
-            return False, f"standby {state}"
+    if state == "standby":
         return True, "standby"
+    if state in ("failed", "stopped"):
+        return False, f"state {state}"
+    if not rep.get("leader", True):
+        return False, "not the leader: its replica lease may have expired or was lost (it stops)"
     if state != "streaming":
         return False, f"state {state or 'unknown'}"
     if rep.get("connected") is False:

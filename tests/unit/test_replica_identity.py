@@ -142,3 +142,13 @@ def test_the_purged_binlog_message_says_a_replica_needs_a_new_snapshot() -> None
     assert "A replica cannot resume from its checkpoint" in text
     assert "new initial load" in text
     assert text.index("take a new snapshot") < text.index("newer position")
+
+
+def test_a_former_leader_whose_lease_may_have_expired_is_not_ready() -> None:
+    from mybinlog.status._health import replica_ready
+
+    r = _replicator("streaming", True, _Lease(expired=True))
+    snap = replica_snapshot(r)
+    assert replica_ready(snap) == (False, "not the leader: its replica lease may have expired or was lost (it stops)")
+    assert replica_ready({**snap, "state": "standby"}) == (True, "standby")
+    assert replica_ready({**snap, "state": "failed"})[0] is False
