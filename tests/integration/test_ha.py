@@ -49,10 +49,6 @@ DB = "shop"
 LEASE = 4  # seconds: short, so that a paused leader is replaced quickly (with room for a busy CI host)
 DEADLINE = 120.0  # generous: the only time limit (takeovers are reported, not asserted)
 TOOK_OVER = re.compile(r"took over replica '[^']+' \(epoch (\d+)\)")
-# MySQL: a standby's look-up of the lock holder (mybinlog/replication/_lease.py, _holder) reads
-# information_schema.PROCESSLIST, which MySQL 8.0.22+ deprecates: asyncmy logs that warning at every poll, see
-# docs/servers.md. Remove this exception once the lease reads performance_schema.processlist on MySQL.
-KNOWN_MYSQL_NOISE = "'INFORMATION_SCHEMA.PROCESSLIST' is deprecated"
 IN_FLIGHT = re.compile(r"checkpoint save of epoch (\d+) \(seq (\d+)\) finished .* after the last confirmation")
 
 
@@ -257,9 +253,7 @@ def _scenario(
         assert epochs[-1] == group.epoch, epochs
         assert len(epochs) >= len(rounds) + 1, epochs
         for member in group.members:  # nothing but mybinlog's own lines (no driver warnings, e.g. of deprecations)
-            assert not [line for line in member.lines if " asyncmy:" in line and KNOWN_MYSQL_NOISE not in line], (
-                member.tail()
-            )
+            assert not [line for line in member.lines if " asyncmy:" in line], member.tail()
     finally:
         if writer.is_alive():
             writer.finish()
