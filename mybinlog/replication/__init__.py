@@ -26,12 +26,11 @@ if TYPE_CHECKING:
     from ._checkpoint import Checkpoint, load_checkpoint, save_checkpoint
     from ._replicator import (
         ReplicaLockedError,
-        ReplicaStatus,
         ReplicationError,
-        ReplicationSettings,
         Replicator,
         TargetUnavailableError,
     )
+    from ._settings import ReplicaStatus, ReplicationSettings
     from ._version import snapshot_version, transaction_version
     from .target import Capabilities, Target, TargetError, open_target
     from .verification import ColumnDifference, RowDifference, TableResult, VerifyReport, verify
@@ -44,9 +43,9 @@ _WHERE = {
     "load_checkpoint": "._checkpoint",
     "save_checkpoint": "._checkpoint",
     "ReplicaLockedError": "._replicator",
-    "ReplicaStatus": "._replicator",
+    "ReplicaStatus": "._settings",
     "ReplicationError": "._replicator",
-    "ReplicationSettings": "._replicator",
+    "ReplicationSettings": "._settings",
     "Replicator": "._replicator",
     "TargetUnavailableError": "._replicator",
     "snapshot_version": "._version",

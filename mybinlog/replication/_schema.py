@@ -29,7 +29,7 @@ from .target import Target, TargetError, quote_ident
 if TYPE_CHECKING:
     from ..protocol._position import BinlogPosition
     from ..source._dsn import DSN
-    from ._replicator import ReplicaStatus, ReplicationSettings
+    from ._settings import ReplicaStatus, ReplicationSettings
 
 __all__ = ["SchemaChanges"]
 

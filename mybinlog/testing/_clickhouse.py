@@ -2,7 +2,8 @@
 
 :class:`ClickHouseServer` runs its own ``clickhouse-server`` in a temporary directory with a generated config:
 free HTTP and native TCP ports on 127.0.0.1 (and on ``::1`` where the machine has IPv6 loopback: ``ipv6``),
-data/tmp/user_files/format_schemas directories and logs inside that directory, time zone UTC, and two users:
+data/tmp/user_files/format_schemas directories and logs inside that directory, time zone UTC, and two
+users:
 
 * ``default`` with password :data:`CH_PASSWORD` (``url()``), so tests can check the password never leaks;
 * ``nopass`` without a password (``url(user="nopass")``).

@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry
 
 from mybinlog import BinlogPosition, BinlogStream, MariaDBGtidSet
 from mybinlog.replication._observe import count_rows, replica_snapshot
-from mybinlog.replication._replicator import ReplicaStatus
+from mybinlog.replication._settings import ReplicaStatus
 from mybinlog.replication._watch import SourceBinlogs, assess_binlogs
 from mybinlog.sharing import BinlogClientFactory
 from mybinlog.status import METRICS, MetricsCollector, serve_status

@@ -1,0 +1,103 @@
+"""The settings of one replica and its status: plain data, shared by the replicator and the code around it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import ConfigurationError
+from . import _chschema
+from ._checkpoint import DEFAULT_META_DATABASE
+from ._watch import BinlogCheck
+
+__all__ = ["ReplicaStatus", "ReplicationSettings"]
+
+
+@dataclass
+class ReplicationSettings:
+    """Settings of one replica (names as in ClickHouse's MaterializedMySQL where it has them).
+
+    ``target_retry_seconds``: how long a failing ClickHouse (unreachable, restarting, refusing for a reason that may
+    pass) is retried, restarting from the checkpoint with backoff, before the replicator gives up
+    (:class:`TargetUnavailableError`). ``source_retry_seconds``: how long the source may stay unreachable (the
+    binlog stream and the replica lock reconnect meanwhile) before it gives up with the position to resume from.
+
+    ``standby``: when another process writes the replica, wait for its lock instead of failing with
+    :class:`ReplicaLockedError`, then take over from the checkpoint (docs/ha.md). ``lease_seconds``: the replica
+    lock's lease: the source drops the lock of a holder that stopped confirming it (paused, hung, cut off) for that
+    long, so that a standby takes over within about that time; the holder confirms every quarter of it. Collapsing
+    replicas keep their lock as long as its connection lives (``lease_seconds`` does not apply) and refuse
+    ``standby``: a former leader's insert that was in flight when it was paused could duplicate rows there.
+    """
+
+    engine: str = "replacing"
+    max_rows_in_buffer: int = 65_505
+    max_bytes_in_buffer: int = 1 << 20
+    max_flush_data_time: int = 1000  # milliseconds
+    max_bytes_in_binlog_queue: int = 64 << 20
+    max_milliseconds_to_wait_in_binlog_queue: int = 10_000
+    # the shared client's dispatcher delivers at least this often (ClickHouse's default is 1000 ms, which adds up
+    # to a second of lag); fixed by the first creator of the client in the process
+    max_flush_milliseconds_in_binlog_dispatcher: int = 100
+    meta_database: str = DEFAULT_META_DATABASE
+    initial_load: str = "auto"  # "auto": copy existing tables when there is no checkpoint; "none": stream only
+    target_retry_seconds: float = 300.0
+    source_retry_seconds: float = 300.0
+    standby: bool = False
+    lease_seconds: float = 15.0
+    source_check_seconds: float = 10.0  # binlog purge risk and bytes behind: read every this often (_watch.py)
+    # rows of prepared XA transactions kept in memory until their COMMIT; beyond, the oldest are read again from the
+    # binlog at their COMMIT (0: none kept; docs/replication.md "XA transactions")
+    max_bytes_of_prepared_xa: int = 16 << 20
+
+    def __post_init__(self) -> None:
+        if self.engine not in _chschema.ENGINES:
+            raise ConfigurationError(f"unknown engine {self.engine!r}; choose one of {', '.join(_chschema.ENGINES)}")
+        if self.initial_load not in ("auto", "none"):
+            raise ConfigurationError("initial_load must be 'auto' or 'none'")
+        if not 1 <= self.lease_seconds <= 31_536_000:
+            raise ConfigurationError(f"lease_seconds must be between 1 and 31536000 (got {self.lease_seconds:g})")
+        if self.standby and self.engine == "collapsing":
+            raise ConfigurationError(
+                "standby is refused for the collapsing engine: a former leader paused with an insert in flight could "
+                "add that batch a second time after a standby replayed it, and a collapsing table cannot absorb "
+                "duplicates (docs/ha.md). Use engine 'replacing' or 'replacing_is_deleted' for active/standby, or "
+                "restart a single collapsing replicator with a supervisor"
+            )
+        for name in (
+            "max_rows_in_buffer",
+            "max_bytes_in_buffer",
+            "max_flush_data_time",
+            "target_retry_seconds",
+            "source_retry_seconds",
+            "source_check_seconds",
+            "max_bytes_of_prepared_xa",
+        ):
+            if getattr(self, name) < 0:
+                raise ConfigurationError(f"{name} must be >= 0")
+
+
+@dataclass
+class ReplicaStatus:
+    replica: str
+    database: str
+    target_database: str
+    position: str
+    lag_seconds: float | None
+    rows_written: int = 0
+    batches: int = 0
+    transactions: int = 0
+    ddl_applied: int = 0
+    detaches: int = 0
+    stopped_tables: dict[str, str] = field(default_factory=dict)
+    state: str = "starting"
+    retries: int = 0
+    load_rows: int = 0
+    load_tables: int = 0
+    load_estimate: int = 0  # rows the initial load expects (the source's table statistics: an estimate)
+    error: str | None = None
+    leader: bool = True  # False while this process is a standby for the replica (set by the HA code; docs/ha.md)
+    epoch: int = 0  # the leader epoch this process claimed for the replica (0: none yet; docs/ha.md)
+    rows_by_table: dict[str, dict[str, int]] = field(default_factory=dict)  # rows written: table -> kind -> rows
+    idle_at: float | None = None  # unix time the stream last had nothing to write (for the lag, see _observe.py)
+    checkpoint_time: float | None = None  # unix time this process last saved a checkpoint
+    binlog_check: BinlogCheck | None = None  # the last binlog purge risk check (_watch.py)
