@@ -14,6 +14,13 @@ More states share the row:
   asked (``include_loading=True``): for everyone else the replica has no checkpoint yet.
 * ``xa``: the prepared XA transactions the position has passed whose COMMIT or ROLLBACK has not come yet, with the
   position to read each again from the binlog (``_xa.py``, docs/replication.md "XA transactions").
+* ``tables`` (the CREATE TABLE text of every replicated table) is written inline only for a few tables; beyond
+  :data:`INLINE_TABLES` the row carries ``tables_ref`` instead, the content hash of those schemas, which are stored
+  once in ``<meta_database>.checkpoint_schemas`` (keyed by replica and hash, written before the first checkpoint row
+  that refers to them, and again only when a schema changes). A checkpoint saved after every batch thus stays a
+  few hundred bytes whatever the number of tables (issue 24: a 2,000-table database wrote 400 KB per batch). Being
+  content-addressed, a schemas row cannot be changed by anyone: a former leader writing after a takeover only
+  writes rows that are identical or unreferenced.
 * ``version_base``: added to binlog file numbers in row versions (see :mod:`._version`). It changes when the source
   becomes another server (a failover: ``position.server_id`` changes), so that versions keep growing although the
   new server numbers its binlog files differently.
@@ -28,6 +35,7 @@ highest ``seq``), however many saves it makes. Rows written before epochs existe
 
 from __future__ import annotations
 
+import hashlib
 import json
 import weakref
 from dataclasses import dataclass, field
@@ -54,6 +62,8 @@ __all__ = [
 
 DEFAULT_META_DATABASE = "mybinlog_meta"
 _TABLE = "checkpoints"
+_SCHEMAS = "checkpoint_schemas"
+INLINE_TABLES = 16  # up to this many tables, their schemas are written inline in every checkpoint row
 _EPOCH_SHIFT = 32
 _COUNTER_MASK = (1 << _EPOCH_SHIFT) - 1
 _MAX_EPOCH = (1 << (64 - _EPOCH_SHIFT)) - 1  # seq is a UInt64
@@ -97,6 +107,8 @@ class Checkpoint:
     written: list[str] = field(default_factory=list)  # tables whose insert of the pending batch returned
     # the prepared XA transactions passed at `position` and not resolved yet: XID -> where to read them again (_xa.py)
     xa: dict[str, Any] = field(default_factory=dict)
+    # the schemas last known stored in checkpoint_schemas: (meta database, a copy of `tables`, their ref)
+    _schemas_saved: tuple[str, dict[str, str], str] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def epoch(self) -> int:
@@ -148,6 +160,55 @@ async def _ensure_table(target: Target, meta_database: str, *, force: bool = Fal
     return table
 
 
+async def _ensure_schemas_table(target: Target, meta_database: str, *, force: bool = False) -> str:
+    """The checkpoint_schemas table (made when a replica first has more than INLINE_TABLES tables)."""
+    table = f"{quote_ident(meta_database)}.{quote_ident(_SCHEMAS)}"
+    known = _ENSURED.setdefault(target, set())
+    if f"{meta_database}\0{_SCHEMAS}" in known and not force:
+        return table
+    await target.execute(
+        f"CREATE TABLE IF NOT EXISTS {table} (replica String, ref String, tables String) "
+        "ENGINE = ReplacingMergeTree ORDER BY (replica, ref)"
+    )
+    known.add(f"{meta_database}\0{_SCHEMAS}")
+    return table
+
+
+def _tables_ref(tables: dict[str, str]) -> tuple[str, str]:
+    """(the JSON text of ``tables``, its content hash)."""
+    text = json.dumps(tables, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+async def _store_tables(target: Target, checkpoint: Checkpoint, meta_database: str, *, force: bool = False) -> str:
+    """The ref of ``checkpoint.tables`` in checkpoint_schemas, storing them first unless this checkpoint already
+    did (or loaded them) and they did not change since: a batch without DDL writes nothing here."""
+    saved = checkpoint._schemas_saved
+    if not force and saved is not None and saved[0] == meta_database and saved[1] == checkpoint.tables:
+        return saved[2]
+    text, ref = _tables_ref(checkpoint.tables)
+    table = await _ensure_schemas_table(target, meta_database, force=force)
+    data = ("\t".join((_tsv(checkpoint.replica), ref, _tsv(text))) + "\n").encode("utf-8")
+    await target.insert_tsv(table, ("replica", "ref", "tables"), data)
+    checkpoint._schemas_saved = (meta_database, dict(checkpoint.tables), ref)
+    return ref
+
+
+async def _load_tables(target: Target, replica: str, meta_database: str, ref: str) -> dict[str, str]:
+    rows = await target.query(
+        f"SELECT tables FROM {quote_ident(meta_database)}.{quote_ident(_SCHEMAS)} "
+        f"WHERE replica = {quote_string(replica)} AND ref = {quote_string(ref)} LIMIT 1"
+    )
+    if not rows or rows[0][0] is None:
+        raise ReplicationError(
+            f"the checkpoint of replica {replica!r} refers to table schemas {ref} that "
+            f"{meta_database}.{_SCHEMAS} does not hold (the table was dropped or truncated): the replica cannot "
+            "resume; drop its tables and its checkpoint rows and load it again"
+        )
+    tables = json.loads(rows[0][0])
+    return {str(k): str(v) for k, v in tables.items()}
+
+
 async def latest_seq(target: Target, replica: str, *, meta_database: str = DEFAULT_META_DATABASE) -> int:
     """The highest ``seq`` saved for ``replica`` (0 when it has no row): a new leader claims the epoch above it."""
     table = await _ensure_table(target, meta_database)
@@ -173,10 +234,12 @@ async def load_checkpoint(
     loading = obj.get("loading")
     if loading is not None and not include_loading:
         return None
-    return Checkpoint(
+    ref = obj.get("tables_ref")
+    tables = dict(obj.get("tables", {})) if ref is None else await _load_tables(target, replica, meta_database, ref)
+    cp = Checkpoint(
         replica=replica,
         position=position,
-        tables=dict(obj.get("tables", {})),
+        tables=tables,
         source=obj.get("source", ""),
         pending=_position_from(obj.get("pending")),
         stopped=dict(obj.get("stopped", {})),
@@ -186,6 +249,9 @@ async def load_checkpoint(
         written=[str(t) for t in obj.get("written") or []],
         xa=dict(obj.get("xa") or {}),
     )
+    if ref is not None:
+        cp._schemas_saved = (meta_database, dict(tables), ref)
+    return cp
 
 
 async def save_checkpoint(
@@ -201,10 +267,27 @@ async def save_checkpoint(
         newest = await latest_seq(target, checkpoint.replica, meta_database=meta_database)
         checkpoint.seq = make_seq(seq_epoch(newest) + 1, 0)
     checkpoint.seq = next_seq(checkpoint.seq)
+    try:
+        data = await _checkpoint_row(target, checkpoint, meta_database)
+        await target.insert_tsv(table, ("replica", "seq", "state"), data)
+    except TargetError as exc:
+        if exc.code not in _MISSING_CODES:
+            raise
+        table = await _ensure_table(target, meta_database, force=True)
+        data = await _checkpoint_row(target, checkpoint, meta_database, force=True)
+        await target.insert_tsv(table, ("replica", "seq", "state"), data)
+
+
+async def _checkpoint_row(target: Target, checkpoint: Checkpoint, meta_database: str, *, force: bool = False) -> bytes:
+    """The TSV line of the checkpoints row (the schemas inline, or stored first and referred to by their hash)."""
+    if len(checkpoint.tables) <= INLINE_TABLES:
+        tables: dict[str, Any] = {"tables": checkpoint.tables}
+    else:
+        tables = {"tables_ref": await _store_tables(target, checkpoint, meta_database, force=force)}
     state = json.dumps(
         {
             "position": _position_json(checkpoint.position),
-            "tables": checkpoint.tables,
+            **tables,
             "source": checkpoint.source,
             "pending": _position_json(checkpoint.pending),
             "stopped": checkpoint.stopped,
@@ -216,14 +299,7 @@ async def save_checkpoint(
         separators=(",", ":"),
         ensure_ascii=False,
     )
-    data = ("\t".join((_tsv(checkpoint.replica), str(checkpoint.seq), _tsv(state))) + "\n").encode("utf-8")
-    try:
-        await target.insert_tsv(table, ("replica", "seq", "state"), data)
-    except TargetError as exc:
-        if exc.code not in _MISSING_CODES:
-            raise
-        table = await _ensure_table(target, meta_database, force=True)
-        await target.insert_tsv(table, ("replica", "seq", "state"), data)
+    return ("\t".join((_tsv(checkpoint.replica), str(checkpoint.seq), _tsv(state))) + "\n").encode("utf-8")
 
 
 def _tsv(text: str) -> str:
