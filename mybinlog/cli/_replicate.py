@@ -67,6 +67,21 @@ def register(sub: Any) -> None:
     rep.add_argument("--max-bytes-in-buffer", type=int, default=1 << 20)
     rep.add_argument("--max-flush-data-time", type=int, default=1000, metavar="MS")
     rep.add_argument(
+        "--max-bytes-in-binlog-queue",
+        type=int,
+        default=64 << 20,
+        metavar="BYTES",
+        help="binlog bytes queued for the replica between the shared reader and it (default 64 MiB)",
+    )
+    rep.add_argument(
+        "--max-bytes-in-transaction",
+        type=int,
+        default=256 << 20,
+        metavar="BYTES",
+        help="rows of one transaction held in memory; beyond, they spill to a temporary file and are written in "
+        "chunks at its COMMIT (default 256 MiB; 0: no bound)",
+    )
+    rep.add_argument(
         "--max-flush-milliseconds-in-binlog-dispatcher",
         type=int,
         default=100,
@@ -326,6 +341,8 @@ async def _replicas_of_flags(args: argparse.Namespace, stop: asyncio.Event) -> t
         max_rows_in_buffer=args.max_rows_in_buffer,
         max_bytes_in_buffer=args.max_bytes_in_buffer,
         max_flush_data_time=args.max_flush_data_time,
+        max_bytes_in_transaction=args.max_bytes_in_transaction,
+        max_bytes_in_binlog_queue=args.max_bytes_in_binlog_queue,
         max_flush_milliseconds_in_binlog_dispatcher=args.max_flush_milliseconds_in_binlog_dispatcher,
         initial_load=args.initial_load,
         target_retry_seconds=args.target_retry_seconds,
@@ -368,6 +385,8 @@ _REPLICA_OPTIONS = {
     "max_rows_in_buffer": "--max-rows-in-buffer",
     "max_bytes_in_buffer": "--max-bytes-in-buffer",
     "max_flush_data_time": "--max-flush-data-time",
+    "max_bytes_in_transaction": "--max-bytes-in-transaction",
+    "max_bytes_in_binlog_queue": "--max-bytes-in-binlog-queue",
     "max_flush_milliseconds_in_binlog_dispatcher": "--max-flush-milliseconds-in-binlog-dispatcher",
     "initial_load": "--initial-load",
     "target_retry_seconds": "--target-retry-seconds",

@@ -60,6 +60,7 @@ from ._observe import _LoadProgress, count_batch, replica_snapshot
 from ._schema import SchemaChanges, _Table
 from ._settings import ReplicaStatus, ReplicationSettings
 from ._source import SourceConnection, quote_mysql_ident, select_scope
+from ._spill import Spill, entry_bytes, give_memory_back, write_spilled
 from ._version import (
     binlog_file_number,
     snapshot_version,
@@ -159,6 +160,8 @@ class Replicator(SchemaChanges):
         self._checkpoint: Checkpoint | None = None
         self._batch: dict[str, dict[Any, Change]] = {}  # table -> key -> net change (_batch.py)
         self._txn: list[Entry] = []
+        self._txn_bytes = 0  # what self._txn holds, about (_spill.entry_bytes)
+        self._spill: Spill | None = None  # the transaction's rows beyond max_bytes_in_transaction (_spill.py)
         self._write: asyncio.Task[None] | None = None  # the previous batch's inserts and checkpoint, still running
         self._batch_rows = 0
         self._batch_bytes = 0
@@ -384,7 +387,7 @@ class Replicator(SchemaChanges):
         await self._drop_write()
         await self._close_binlog()
         self._batch.clear()
-        self._txn.clear()
+        self._drop_txn()
         self._xa_part = None
         self._batch_rows = self._batch_bytes = 0
         self._batch_started = None
@@ -880,7 +883,7 @@ class Replicator(SchemaChanges):
             except BinlogDetachedError as exc:
                 logger.warning("%s: %s; reopening", self.replica, exc)
                 self.status.detaches += 1
-                self._txn.clear()
+                self._drop_txn()
                 self._xa_part = None
                 binlog = self._binlog = await binlog.reopen()
                 committed = self._txn_start = binlog.position
@@ -971,19 +974,53 @@ class Replicator(SchemaChanges):
         entry = rows_entry(table, event)  # every row of the event encoded in one pass
         if entry is not None:
             self._txn.append(entry)
+            self._txn_bytes += entry_bytes(entry)
+            if self._txn_bytes > self.settings.max_bytes_in_transaction > 0 and self._may_spill():
+                if self._spill is None:
+                    self._spill = Spill()
+                self._spill.add(self._txn)
+                self._txn = []
+                self._txn_bytes = 0
+
+    def _may_spill(self) -> bool:
+        """A transaction's rows may go to a spill file: not a part of an XA transaction (held apart, _xa.py), and for
+        collapsing only where inserts take deduplication tokens (_spill.py)."""
+        return self._xa_part is None and (
+            self.settings.engine != "collapsing" or self.target.capabilities.insert_deduplication_token
+        )
+
+    def _drop_txn(self) -> None:
+        """Forget the transaction being read (its memory too)."""
+        self._txn = []
+        self._txn_bytes = 0
+        spill, self._spill = self._spill, None
+        if spill is not None:
+            spill.close()
 
     async def _commit_transaction(self, end: BinlogPosition) -> None:
         """The transaction whose changes are in ``self._txn`` ended at ``end``: move them into the batch."""
         self.status.transactions += 1
         start, self._txn_start = self._txn_start, end
+        self._txn_bytes = 0  # what self._txn holds is used up below (or held apart: XA)
         if self._xa_part is not None:
             await self._xa_transaction(start, end)
-        version = await self._check_version(end) if end.file or self._txn else 0
+        version = await self._check_version(end) if end.file or self._txn or self._spill else 0
+        spill, self._spill = self._spill, None
+        if spill is not None:  # a big transaction: its rows go to the target in chunks now (_spill.py)
+            spill.add(self._txn)
+            self._drop_txn()
+            try:
+                await write_spilled(self, spill, start or end, end, version)
+            finally:
+                spill.close()
+            self._batch_end = end
+            await self._flush()  # the checkpoint past the whole transaction
+            give_memory_back()
         if self._txn:
             rows, size = add_transaction(self._batch, self._txn, version)
             self._batch_rows += rows
             self._batch_bytes += size
-            self._txn.clear()
+            self._txn = []  # a big list's storage goes back too
             if self._batch_started is None:
                 self._batch_started = time.monotonic()
         self._batch_end = end

@@ -48,6 +48,9 @@ class ReplicationSettings:
     # rows of prepared XA transactions kept in memory until their COMMIT; beyond, the oldest are read again from the
     # binlog at their COMMIT (0: none kept; docs/replication.md "XA transactions")
     max_bytes_of_prepared_xa: int = 16 << 20
+    # what one transaction's rows may take in memory; beyond, they spill to a temporary file and go to the target in
+    # chunks of about this size at its COMMIT (0: no bound; docs/replication.md "Memory and big transactions")
+    max_bytes_in_transaction: int = 256 << 20
 
     def __post_init__(self) -> None:
         if self.engine not in _chschema.ENGINES:
@@ -71,6 +74,7 @@ class ReplicationSettings:
             "source_retry_seconds",
             "source_check_seconds",
             "max_bytes_of_prepared_xa",
+            "max_bytes_in_transaction",
         ):
             if getattr(self, name) < 0:
                 raise ConfigurationError(f"{name} must be >= 0")
