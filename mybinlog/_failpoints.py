@@ -16,6 +16,8 @@ Steps (see the callers of :func:`reached`):
 ``flush.after_inserts``    a batch inserted every table's rows, its checkpoint is not written yet
 ``ddl.after_apply``        a DDL statement was applied in ClickHouse, its checkpoint is not written yet
 ``flush.before_insert``    the replica lease was confirmed for one table's insert of a batch, the insert not sent
+``transaction.after_chunk`` a chunk of a transaction bigger than ``max_bytes_in_transaction`` was inserted (its
+                           checkpoint comes after the last chunk; replication/_spill.py)
 ``checkpoint.before_save`` the replica lease was confirmed for a checkpoint save, the row not sent (docs/ha.md)
 
 ``@stop`` after the count makes the process SIGSTOP itself instead (a test resumes it with SIGCONT): a paused
