@@ -56,6 +56,7 @@ from ._checkpoint import (
     seq_epoch,
 )
 from ._lease import ReplicaLease, ReplicaLockedError, lease_name, target_identity
+from ._load import copy_tables
 from ._observe import _LoadProgress, count_batch, replica_snapshot
 from ._schema import SchemaChanges, _Table
 from ._settings import ReplicaStatus, ReplicationSettings
@@ -544,7 +545,9 @@ class Replicator(SchemaChanges):
         leftovers = set(previous.loading or ()) if previous is not None else set()
         async with await SourceConnection.connect(self.dsn) as src:
             self._load_connects += 1  # the source is there: a later loss is a new outage (_run's retry budget)
-            names = await self._tables_in_scope(src)
+            watermark = await src.current_position()  # before the schemas: DDL after it is replayed
+            scope = await self._tables_in_scope(src)  # name -> (CREATE TABLE text, its definition)
+            names = list(scope)
             marker = Checkpoint(
                 self.replica,
                 BinlogPosition("", 4),
@@ -578,8 +581,7 @@ class Replicator(SchemaChanges):
                                 xa={xid: held.to_json() for xid, held in xa.items()})  # fmt: skip
                 await self._save(cp)
                 return cp
-            watermark = await src.current_position()  # before the schemas: DDL after it is replayed
-            texts = {t: await src.show_create_table(self.database, t) for t in names}
+            texts = {t: scope[t][0] for t in names}
             # a collapsing load needs the exact position of its snapshot (MySQL: taken under a global read lock)
             exact = await src.start_consistent_snapshot(locked=s.engine == "collapsing")
             if exact is None and s.engine == "collapsing":
@@ -593,26 +595,10 @@ class Replicator(SchemaChanges):
             # snapshot and the stream starts after their prepared parts; held as if it had passed them (_xa.py)
             xa = await prepared_at(src, start, self.database)
             version = snapshot_version(start)
-            total = 0
             progress = _LoadProgress(self.replica, len(names), await src.estimated_rows(self.database, names))
             self.status.load_estimate = progress.estimate
-            for name in names:
-                table = _Table(self, _ddl.parse_create_table(texts[name], self.database))
-                await self._confirm_lease()
-                await self.target.execute(f"DROP TABLE IF EXISTS {table.ch_table}")
-                await self._create_ch_table(table.definition)
-                suffix = _meta_suffix(s.engine, 1, version)
-                async for rows in src.stream_rows(self.database, name, table.columns):
-                    encode = table.select_encoder
-                    data = "".join([encode(r) + suffix for r in rows]).encode("utf-8", "surrogateescape")
-                    await self._confirm_lease()
-                    await self.target.insert_tsv(table.ch_table, table.insert_columns, data)
-                    self._wrote(f"an initial-load insert into {table.ch_table}")
-                    total += len(rows)
-                    self.status.load_rows = total
-                    progress.update(total, name)
-                    if _failpoints.ACTIVE:
-                        _failpoints.reached("load.after_rows")
+            definitions = {t: scope[t][1] for t in names}
+            total = await copy_tables(self, src, names, definitions, _meta_suffix(s.engine, 1, version), progress)
             await src.commit()
             after = {t: await src.show_create_table(self.database, t) for t in names}
             changed = [t for t in names if _schema_text(after[t]) != _schema_text(texts[t])]
@@ -629,9 +615,10 @@ class Replicator(SchemaChanges):
         self.status.rows_written += total
         return cp
 
-    async def _tables_in_scope(self, src: SourceConnection) -> list[str]:
-        """The tables to load, after checking that the source user can read each of them and that ClickHouse can
-        hold them: a table in scope that cannot be read is an error naming the fix, never a silent omission."""
+    async def _tables_in_scope(self, src: SourceConnection) -> dict[str, tuple[str, _ddl.TableDef]]:
+        """The tables to load (name -> CREATE TABLE text and definition), after checking that the source user can
+        read each of them and that ClickHouse can hold them: a table in scope that cannot be read is an error naming
+        the fix, never a silent omission."""
         db = self.database
         user = self.dsn.user
         grant = f"GRANT SELECT ON {quote_mysql_ident(db)}.* TO '{user}'@'<host>'"
@@ -643,6 +630,7 @@ class Replicator(SchemaChanges):
         visible = await src.tables(db)
         names = [t for t in visible if self._wanted(t)]
         problems: list[str] = []
+        found: dict[str, tuple[str, _ddl.TableDef]] = {}
         if self.table_filter is not None:
             problems.extend(
                 f"{db}.{t}: no such table, or user {user!r} has no privilege on it: "
@@ -676,6 +664,7 @@ class Replicator(SchemaChanges):
                     engine=self.settings.engine,
                     caps=self.target.capabilities,
                 )
+                found[t] = (text, definition)
             except MybinlogError as exc:
                 problems.append(
                     f"{db}.{t}: cannot be replicated into ClickHouse ({exc}); leave it out with --tables, or change it"
@@ -685,7 +674,7 @@ class Replicator(SchemaChanges):
                 f"{self.replica}: {len(problems)} table(s) in scope cannot be replicated, nothing was written:\n  "
                 + "\n  ".join(problems)
             )
-        return names
+        return found
 
     async def _check_empty_targets(self, names: Sequence[str]) -> None:
         """A first load writes into tables of its own: existing rows would be mixed with the load's."""
