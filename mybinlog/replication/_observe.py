@@ -70,8 +70,12 @@ def replica_snapshot(r: Replicator, now: float | None = None) -> dict[str, Any]:
     ``checkpoint_timestamp``."""
     s = r.status
     now = time.time() if now is None else now
-    out = dataclasses.asdict(s)
-    check = out.pop("binlog_check", None) or {}
+    # copied field by field (dataclasses.asdict recurses into every table's counters: 10x slower with thousands)
+    out = {f.name: getattr(s, f.name) for f in dataclasses.fields(s)}
+    out["stopped_tables"] = dict(s.stopped_tables)
+    out["rows_by_table"] = {table: dict(kinds) for table, kinds in s.rows_by_table.items()}
+    out.pop("binlog_check", None)
+    check = dataclasses.asdict(s.binlog_check) if s.binlog_check is not None else {}
     out.pop("idle_at", None)
     out.pop("checkpoint_time", None)
     out["leader"] = is_leader(r)

@@ -964,7 +964,8 @@ class Replicator(SchemaChanges):
         if entry is not None:
             self._txn.append(entry)
             self._txn_bytes += entry_bytes(entry)
-            if self._txn_bytes > self.settings.max_bytes_in_transaction > 0 and self._may_spill():
+            # half the bound held here, the other half for the chunks written at the COMMIT (_spill.py)
+            if self._txn_bytes * 2 > self.settings.max_bytes_in_transaction > 0 and self._may_spill():
                 if self._spill is None:
                     self._spill = Spill()
                 self._spill.add(self._txn)
@@ -1056,7 +1057,8 @@ class Replicator(SchemaChanges):
         if end is None or (end == cp.position and not self._batch):
             self._batch_started = None
             return
-        batch, tables = self._batch, dict(self._tables)
+        batch = self._batch
+        tables = {name: self._tables[name] for name in batch if name in self._tables}  # only the tables it touches
         payloads = []
         for name, changes in batch.items():
             table = tables.get(name)

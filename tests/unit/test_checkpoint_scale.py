@@ -83,3 +83,30 @@ async def test_a_changed_schema_is_stored_again_and_loaded_back(chdb_target: Any
     assert back.tables["t00007"].endswith("`b` text, PRIMARY KEY (`id`))")
     assert "t00008" not in back.tables
     assert len(back.tables) == 99
+
+
+def test_the_status_snapshot_copies_every_field_and_the_counters() -> None:
+    """The snapshot (sampled every second by the status server) is copied field by field, not with
+    dataclasses.asdict's recursion through every table's counters: the same document, nothing shared."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from mybinlog.replication._observe import replica_snapshot
+    from mybinlog.replication._settings import ReplicaStatus
+    from mybinlog.replication._watch import BinlogCheck
+
+    status = ReplicaStatus("r", "db", "db", "binlog.000001:4", None, state="stopped")
+    status.rows_by_table = {f"t{i}": {"insert": i, "update": 1} for i in range(3000)}
+    status.stopped_tables = {"t7": "why"}
+    status.binlog_check = BinlogCheck("warning", "because", lag_bytes=12, files=3)
+    r = SimpleNamespace(status=status, checkpoint=None, binlog=None)
+    out = replica_snapshot(r, now=1000.0)  # type: ignore[arg-type]
+    expected = dataclasses.asdict(status)
+    for name in ("binlog_check", "idle_at", "checkpoint_time"):
+        expected.pop(name)
+    assert {k: out[k] for k in expected} == expected
+    assert (out["lag_bytes"], out["binlog_purge_risk"], out["binlog_files"]) == (12, "warning", 3)
+    out["rows_by_table"]["t1"]["insert"] = 99
+    out["stopped_tables"].clear()
+    assert status.rows_by_table["t1"]["insert"] == 1
+    assert status.stopped_tables == {"t7": "why"}
