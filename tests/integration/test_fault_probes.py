@@ -125,7 +125,7 @@ async def test_table_clickhouse_cannot_hold_and_a_stopped_table(
     server.create_database(DB)
     create_tables(server, DB, filler=100)
     url, env = target_for("server", clickhouse_server, tmp_path)
-    name = "probe_stop"
+    name = f"probe_stop_{server.flavor}"  # both flavours share the session's ClickHouse server
     args = ("--target-database", name, "--replica", name)
     with _run(server, url, env, *args, "--once") as rep:
         assert rep.wait_exit() == 0, rep.tail()
@@ -181,7 +181,8 @@ async def test_second_writer_of_a_replica_is_refused(
     server.create_database(DB)
     create_tables(server, DB, filler=100)
     url, env = target_for("server", clickhouse_server, tmp_path)
-    args = ("--target-database", "probe_lock", "--replica", "probe_lock")
+    lock = f"probe_lock_{server.flavor}"
+    args = ("--target-database", lock, "--replica", lock)
     with _run(server, url, env, *args) as first:
         first.wait_for(STREAMING)
         with _run(server, url, env, *args, "--once") as second:
@@ -192,7 +193,7 @@ async def test_second_writer_of_a_replica_is_refused(
         first.kill()  # SIGKILL: the lock goes with its connection
     with _run(server, url, env, *args, "--once") as third:
         assert third.wait_exit() == 0, third.tail()
-    await assert_replica_equal(server, DB, clickhouse_server.url(), target_database="probe_lock")
+    await assert_replica_equal(server, DB, clickhouse_server.url(), target_database=lock)
 
 
 async def test_source_down_longer_than_the_budget_then_resume(fresh_server: MariaDBServer, tmp_path: Path) -> None:

@@ -76,7 +76,7 @@ async def test_source_restart_mid_stream(
     server.create_database(DB)
     create_tables(server, DB)
     url, env = target_for(kind, clickhouse_server, tmp_path / "ch")
-    name = f"{DB}_{kind}_{engine}_{how}"
+    name = f"{DB}_{server.flavor}_{kind}_{engine}_{how}"
     with _start(server, url, env, "--engine", engine, "--target-database", name, "--replica", name) as rep:
         rep.wait_for(STREAMING)
         file_before = server.master_status()[0]
@@ -124,7 +124,7 @@ async def test_sigkill_in_every_phase(
     server.create_database(DB)
     create_tables(server, DB)
     url, env = target_for(kind, clickhouse_server, tmp_path / "ch")
-    name = f"{DB}_{kind}_{engine}"
+    name = f"{DB}_{server.flavor}_{kind}_{engine}"
     args = ("--engine", engine, "--target-database", name, "--replica", name)
 
     def killed(failpoint: str, then: Any = None) -> str:
@@ -181,7 +181,7 @@ async def test_collapsing_batch_killed_between_inserts_then_merged_replays_exact
     create_tables(server, DB, filler=2_000)
     url, env = target_for("server", clickhouse_server, tmp_path)
     writer = TxnWriter(server, DB)
-    name = f"{DB}_killed_merged"
+    name = f"{DB}_{server.flavor}_killed_merged"
     extra = ("--engine", "collapsing", "--target-database", name, "--replica", name)
     with _start(server, url, env, *extra, failpoints="flush.after_table=9") as rep:
         rep.wait_for(STREAMING)
@@ -212,7 +212,8 @@ async def test_collapsing_batch_merged_before_its_checkpoint_is_not_replayed(
     create_tables(server, DB, filler=2_000)
     url, env = target_for("server", clickhouse_server, tmp_path)
     writer = TxnWriter(server, DB)
-    name = f"{DB}_merged_{failpoint.split('=')[0].replace('.', '_')}"  # the ClickHouse server is the module's
+    # the ClickHouse server is the session's, shared by both flavours
+    name = f"{DB}_{server.flavor}_merged_{failpoint.split('=')[0].replace('.', '_')}"
     extra = ("--engine", "collapsing", "--target-database", name, "--replica", name)
     with _start(server, url, env, *extra, failpoints=failpoint) as rep:
         rep.wait_for(STREAMING)
@@ -246,7 +247,7 @@ async def test_rotations_and_clickhouse_restart_mid_stream(
     create_tables(server, DB, filler=2_000)
     url, env = target_for("server", clickhouse_server, tmp_path)
     writer = TxnWriter(server, DB)
-    name = f"{DB}_chrestart"
+    name = f"{DB}_{server.flavor}_chrestart"
     with _start(server, url, env, "--engine", "collapsing", "--target-database", name, "--replica", name) as rep:
         rep.wait_for(STREAMING)
         writer.start()
@@ -313,9 +314,9 @@ async def test_connections_cut_through_a_proxy(
             url,
             DB,
             "--target-database",
-            f"{DB}_cut",
+            f"{DB}_{server.flavor}_cut",
             "--replica",
-            f"{DB}_cut",
+            f"{DB}_{server.flavor}_cut",
             env=env,
         )
         with rep:
@@ -348,7 +349,7 @@ async def test_connections_cut_through_a_proxy(
     finally:
         source_proxy.close()
         target_proxy.close()
-    await assert_replica_equal(server, DB, clickhouse_server.url(), target_database=f"{DB}_cut")
+    await assert_replica_equal(server, DB, clickhouse_server.url(), target_database=f"{DB}_{server.flavor}_cut")
 
 
 # --- a failover to a replica with the same GTID history ----------------------------------------------------------
@@ -412,7 +413,7 @@ async def test_failover_to_a_replica_with_the_same_gtid_history(
     _follow(standby, primary)
     proxy = _ProxyThread(primary.host, primary.port)
     url, env = target_for(kind, clickhouse_server, tmp_path / "ch")
-    name = f"{DB}_failover_{kind}"
+    name = f"{DB}_{server_kind}_failover_{kind}"
     try:
         rep = ReplicateProcess(
             source_dsn(primary, port=proxy.port),

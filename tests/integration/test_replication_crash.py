@@ -182,7 +182,7 @@ def _scenario(
     server: MariaDBServer, db: str, kind: str, engine: str, clickhouse: Any, tmp_path: Path, seed: int, kills: int
 ) -> None:
     target, env = target_for(kind, clickhouse, tmp_path / "ch")
-    name = f"{db}_{engine}"
+    name = f"{db}_{server.flavor}_{engine}"  # both flavours share the session's ClickHouse server
     args = (db, "--engine", engine, "--target-database", name, "--replica", name)
     writer = Writer(server, db, seed)
     writer.start()

@@ -437,12 +437,13 @@ async def test_a_killed_replicate_load_is_replaced_and_snapshot_and_replicate_ex
     server.create_database("lk")
     create_tables(server, "lk", filler=30_000)
     url, env = target_for("server", clickhouse_server, tmp_path)
-    args = ("--target-database", "lk_load", "--replica", "lk_load")
+    load = f"lk_load_{server.flavor}"  # both flavours share the session's ClickHouse server
+    args = ("--target-database", load, "--replica", load)
     with ReplicateProcess(
         source_dsn(server), server.repl_password, url, "lk", *args, env=env, failpoints="load.after_rows=2"
     ) as rep:
         assert rep.wait_exit() == -9, rep.tail()
-    (count,) = (await _ch_rows(clickhouse_server.url(), "SELECT count() FROM lk_load.t1"))[0]
+    (count,) = (await _ch_rows(clickhouse_server.url(), "SELECT count() FROM " + load + ".t1"))[0]
     assert int(count or 0) > 0  # the killed load left rows behind
     write(server, "lk", 1, 5)
     hold = tmp_path / "hold"
@@ -453,8 +454,8 @@ async def test_a_killed_replicate_load_is_replaced_and_snapshot_and_replicate_ex
                 source=server.repl_dsn,
                 target=clickhouse_server.url(),
                 database="lk",
-                target_database="lk_load",
-                replica="lk_load",
+                target_database=load,
+                replica=load,
                 chunk_rows=5_000,
                 batch_rows=1_000,
                 hold=(1, str(hold)),
@@ -485,4 +486,4 @@ async def test_a_killed_replicate_load_is_replaced_and_snapshot_and_replicate_ex
     write(server, "lk", 10, 5)
     with ReplicateProcess(source_dsn(server), server.repl_password, url, "lk", *args, "--once", env=env) as rep:
         assert await asyncio.to_thread(rep.wait_exit) == 0, rep.tail()
-    await assert_replica_equal(server, "lk", clickhouse_server.url(), target_database="lk_load")
+    await assert_replica_equal(server, "lk", clickhouse_server.url(), target_database=load)
