@@ -57,6 +57,32 @@ _SERVER_FIXTURES = frozenset(
 )
 #: the flavours a test naming ``server`` runs on, unless marked ``@pytest.mark.servers(...)``
 SERVER_KINDS = ("mariadb", "mysql")
+#: suites about the processes around the decoder (kills, restarts, HA, Spark, exit codes, configuration): marked
+#: ``orchestration``; scripts/test.sh leaves them out of its second, pure-Python pass (docs/testing.md)
+ORCHESTRATION_MODULES = frozenset(
+    {
+        "test_cli_secrets",
+        "test_compiled_core_install",
+        "test_demo",
+        "test_exit_codes",
+        "test_extras_live",
+        "test_fault_probes",
+        "test_faults",
+        "test_ha",
+        "test_load_shutdown",
+        "test_observability",
+        "test_replica_identity",
+        "test_replicate_config",
+        "test_replication_crash",
+        "test_big_transactions",
+        "test_sharing_process",
+        "test_snapshot",
+        "test_snapshot_faults",
+        "test_snapshot_plan",
+        "test_source_shutdown",
+        "test_xa_load",
+    }
+)
 _db_counter = itertools.count(1)
 
 
@@ -88,6 +114,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "servers(*kinds): the server flavours (mariadb, mysql) a test using `server` runs on"
     )
+    config.addinivalue_line(
+        "markers", "orchestration: a suite about the processes around the decoder (left out of the pure-Python pass)"
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -99,6 +128,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
+        if item.path.stem in ORCHESTRATION_MODULES and item.path.parent.name == "integration":
+            item.add_marker(pytest.mark.orchestration)
         names = set(getattr(item, "fixturenames", ()))
         if names & _SERVER_FIXTURES:
             item.add_marker(pytest.mark.integration)
