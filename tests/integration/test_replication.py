@@ -122,7 +122,8 @@ async def test_crash_in_mid_batch_replays_exactly(server: MariaDBServer, db: str
 
 
 async def test_two_replicas_share_one_connection(server: MariaDBServer, chdb_target: Target) -> None:
-    dbs = ["share_a", "share_b"]
+    # replica names are the source databases': one per flavour (both flavours share the session's chdb directory)
+    dbs = [f"share_a_{server.flavor}", f"share_b_{server.flavor}"]
     for name in dbs:
         server.create_database(name)
     try:
@@ -204,7 +205,7 @@ async def test_slow_replica_is_detached_catches_up_and_merges_back(
     wl.run(conn, db, n_transactions=2, statements_per_txn=2, ddl_every=0)
     client = BinlogClient(server.repl_dsn, max_bytes_in_binlog_dispatcher_buffer=0)
     # a fast replica of another database keeps the shared dispatcher running
-    other = "slowtest_other"
+    other = f"slowtest_other_{server.flavor}"  # its replica name: the session's chdb directory is shared
     server.create_database(other)
     try:
         fast = Replicator(
