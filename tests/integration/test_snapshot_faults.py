@@ -438,6 +438,7 @@ async def test_a_killed_replicate_load_is_replaced_and_snapshot_and_replicate_ex
     create_tables(server, "lk", filler=30_000)
     url, env = target_for("server", clickhouse_server, tmp_path)
     load = f"lk_load_{server.flavor}"  # both flavours share the session's ClickHouse server
+    held = f"lk-held-{server.flavor}"
     args = ("--target-database", load, "--replica", load)
     with ReplicateProcess(
         source_dsn(server), server.repl_password, url, "lk", *args, env=env, failpoints="load.after_rows=2"
@@ -459,7 +460,7 @@ async def test_a_killed_replicate_load_is_replaced_and_snapshot_and_replicate_ex
                 chunk_rows=5_000,
                 batch_rows=1_000,
                 hold=(1, str(hold)),
-                snapshot_id="lk-held",
+                snapshot_id=held,
             ),
             spark=spark,
         )
@@ -471,7 +472,7 @@ async def test_a_killed_replicate_load_is_replaced_and_snapshot_and_replicate_ex
                 rows = await _ch_rows(
                     clickhouse_server.url(),
                     "SELECT count() FROM mybinlog_meta.snapshot_chunks "
-                    "WHERE snapshot_id = 'lk-held' AND event = 'rows'",
+                    f"WHERE snapshot_id = '{held}' AND event = 'rows'",
                 )
                 if int(rows[0][0] or 0) >= 1:
                     break
