@@ -41,7 +41,7 @@ import os
 import re
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import pytest
 
@@ -84,6 +84,7 @@ ORCHESTRATION_MODULES = frozenset(
     }
 )
 _db_counter = itertools.count(1)
+ServerT = TypeVar("ServerT", bound=MariaDBServer)
 
 
 def in_ci() -> bool:
@@ -137,11 +138,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.corpus)
 
 
-@pytest.fixture(scope="session")
-def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDBServer]:
-    """One private MariaDB server for the whole session. Never restart/reconfigure it: use fresh_mariadb."""
-    _require_mariadb()
-    server = MariaDBServer(tmp_path_factory.mktemp("mariadb-session"), name="session")
+def _session_server(cls: type[ServerT], tmp_path_factory: pytest.TempPathFactory, kind: str) -> Iterator[ServerT]:
+    server = cls(tmp_path_factory.mktemp(f"{kind}-session"), name="session")
     server.start()
     try:
         yield server
@@ -152,25 +150,21 @@ def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDBServer]
             server.cleanup()
 
 
-@pytest.fixture
-def mariadb_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., MariaDBServer]]:
-    """Start new private servers: ``mariadb_factory(binlog_format="STATEMENT")``; all are removed afterwards.
-
-    Keyword arguments are MariaDBServer options; ``start=False`` returns the server unstarted, and
-    ``extra_args=[...]`` / ``startup_timeout=...`` are passed through.
-    """
-    _require_mariadb()
-    servers: list[MariaDBServer] = []
+def _server_factory(
+    cls: type[ServerT], tmp_path_factory: pytest.TempPathFactory, kind: str, timeout: float
+) -> Iterator[Callable[..., ServerT]]:
+    """Start new private servers of ``cls``; all are stopped and removed afterwards."""
+    servers: list[ServerT] = []
 
     def factory(
         *,
         start: bool = True,
         extra_args: tuple[str, ...] | list[str] = (),
-        startup_timeout: float = 60.0,
+        startup_timeout: float = timeout,
         **options: Any,
-    ) -> MariaDBServer:
-        server = MariaDBServer(
-            tmp_path_factory.mktemp("mariadb"),
+    ) -> ServerT:
+        server = cls(
+            tmp_path_factory.mktemp(kind),
             options=options,
             extra_args=extra_args,
             startup_timeout=startup_timeout,
@@ -184,9 +178,27 @@ def mariadb_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callab
     yield factory
     for server in servers:
         try:
-            server.stop(timeout=30)
+            server.stop(timeout=timeout)
         finally:
             server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDBServer]:
+    """One private MariaDB server for the whole session. Never restart/reconfigure it: use fresh_mariadb."""
+    _require_mariadb()
+    yield from _session_server(MariaDBServer, tmp_path_factory, "mariadb")
+
+
+@pytest.fixture
+def mariadb_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., MariaDBServer]]:
+    """Start new private servers: ``mariadb_factory(binlog_format="STATEMENT")``; all are removed afterwards.
+
+    Keyword arguments are MariaDBServer options; ``start=False`` returns the server unstarted, and
+    ``extra_args=[...]`` / ``startup_timeout=...`` are passed through.
+    """
+    _require_mariadb()
+    yield from _server_factory(MariaDBServer, tmp_path_factory, "mariadb", 60.0)
 
 
 @pytest.fixture
@@ -199,48 +211,14 @@ def fresh_mariadb(mariadb_factory: Callable[..., MariaDBServer]) -> MariaDBServe
 def mysql(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MySQLServer]:
     """One private Oracle MySQL server for the whole session. Never restart/reconfigure it: use fresh_mysql."""
     _require_mysql()
-    server = MySQLServer(tmp_path_factory.mktemp("mysql-session"), name="session")
-    server.start()
-    try:
-        yield server
-    finally:
-        try:
-            server.stop()
-        finally:
-            server.cleanup()
+    yield from _session_server(MySQLServer, tmp_path_factory, "mysql")
 
 
 @pytest.fixture
 def mysql_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., MySQLServer]]:
     """Start new private MySQL servers: ``mysql_factory(binlog_row_image="MINIMAL")``; removed afterwards."""
     _require_mysql()
-    servers: list[MySQLServer] = []
-
-    def factory(
-        *,
-        start: bool = True,
-        extra_args: tuple[str, ...] | list[str] = (),
-        startup_timeout: float = 120.0,
-        **options: Any,
-    ) -> MySQLServer:
-        server = MySQLServer(
-            tmp_path_factory.mktemp("mysql"),
-            options=options,
-            extra_args=extra_args,
-            startup_timeout=startup_timeout,
-            name=f"fresh{len(servers) + 1}",
-        )
-        servers.append(server)
-        if start:
-            server.start()
-        return server
-
-    yield factory
-    for server in servers:
-        try:
-            server.stop(timeout=60)
-        finally:
-            server.cleanup()
+    yield from _server_factory(MySQLServer, tmp_path_factory, "mysql", 120.0)
 
 
 @pytest.fixture

@@ -339,6 +339,8 @@ def write(server: MariaDBServer, db: str, first: int, count: int) -> int:
 
 
 def execute(server: MariaDBServer, db: str, *statements: str) -> None:
+    """Run ``statements`` in ``db`` on a connection of their own (autocommit), then disconnect (a prepared XA
+    transaction outlives its session on both servers, MySQL 5.7.7+ and MariaDB 10.5+, and is resolved from another)."""
     conn = server.connect(database=db)
     try:
         with conn.cursor() as cur:

@@ -18,6 +18,7 @@ import pytest
 
 from tests.compare import assert_replica_equal
 from tests.faults import STREAMING, ReplicateProcess, child_env, source_dsn, target_for
+from tests.faults import execute as _sql
 from tests.servers import MariaDBServer
 
 pytestmark = pytest.mark.integration
@@ -30,16 +31,6 @@ QUEUE = 4 << 20  # the binlog queue (64 MB by default) holds that many bytes of 
 # ClickHouse takes for the inserts and their merges. Held whole, the transactions below take about 160 MB (the
 # server target) and 200 MB (chdb): measured 31 MB and 65-75 MB with the bound.
 ALLOWANCE = {"server": 64 << 20, "chdb": 120 << 20}
-
-
-def _sql(server: MariaDBServer, db: str, *statements: str) -> None:
-    conn = server.connect(database=db)
-    try:
-        with conn.cursor() as cur:
-            for sql in statements:
-                cur.execute(sql)
-    finally:
-        conn.close()
 
 
 def _setup(server: MariaDBServer, db: str) -> None:

@@ -21,6 +21,7 @@ from mybinlog.replication._chschema import alive_predicate
 from mybinlog.replication.ddl import parse_create_table
 from mybinlog.replication.target import quote_ident
 from mybinlog.replication.types import canonical, select_expression, values_match
+from tests.faults import execute as _execute
 from tests.integration.test_snapshot import spark as spark
 from tests.servers import MariaDBServer
 
@@ -37,16 +38,6 @@ async def _replicate(server: MariaDBServer, target: Target, db: str) -> Replicat
     repl = Replicator(server.repl_dsn, target, database=db, target_database=target.database, settings=settings)
     await repl.run(until_caught_up=True)
     return repl
-
-
-def _execute(server: MariaDBServer, db: str, *statements: str) -> None:
-    conn = server.connect(database=db)
-    try:
-        with conn.cursor() as cur:
-            for sql in statements:
-                cur.execute(sql)
-    finally:
-        conn.close()
 
 
 async def _assert_equal(server: MariaDBServer, target: Target, db: str, tables: list[str]) -> None:

@@ -19,6 +19,7 @@ from mybinlog.protocol._gtid import parse_gtid_set
 from mybinlog.replication import ReplicationSettings, Replicator, Target, load_checkpoint
 from tests.compare import assert_replica_equal
 from tests.faults import _CHECKPOINT, STREAMING, ReplicateProcess, child_env, source_dsn, target_for
+from tests.faults import execute as _sql
 from tests.servers import MariaDBServer, MySQLServer
 
 pytestmark = pytest.mark.integration
@@ -67,18 +68,6 @@ def _wait_caught_up(rep: ReplicateProcess, server: MariaDBServer) -> None:
         return m is not None and parse_gtid_set(m.group(3), flavor).contains(goal)  # type: ignore[arg-type]
 
     rep.wait_for(covers)
-
-
-def _sql(server: MariaDBServer, db: str, *statements: str) -> None:
-    """Run ``statements`` on a connection of their own (autocommit), then disconnect: a prepared XA transaction
-    outlives its session on both servers (MySQL 5.7.7+, MariaDB 10.5+) and is resolved from another one."""
-    conn = server.connect(database=db)
-    try:
-        with conn.cursor() as cur:
-            for sql in statements:
-                cur.execute(sql)
-    finally:
-        conn.close()
 
 
 def _prepare(server: MariaDBServer, db: str, xid: str, *statements: str) -> None:

@@ -22,6 +22,7 @@ from mybinlog.errors import ReplicationError
 from mybinlog.replication import ReplicationSettings, Replicator, Target, load_checkpoint
 from tests.compare import assert_replica_equal
 from tests.conftest import skip_or_fail
+from tests.faults import execute as _sql
 from tests.servers import MariaDBServer, MySQLServer
 
 pytestmark = pytest.mark.integration
@@ -32,17 +33,6 @@ SEED = (
     "INSERT INTO t VALUES (1, 1, 'a'), (2, 2, 'b'), (3, 3, 'c'), (4, 4, 'd')",
     "INSERT INTO u VALUES (1, 10), (2, 20)",
 )
-
-
-def _sql(server: MariaDBServer, db: str, *statements: str) -> None:
-    """``statements`` on a connection of their own, then disconnect (a prepared XA transaction outlives it)."""
-    conn = server.connect(database=db)
-    try:
-        with conn.cursor() as cur:
-            for sql in statements:
-                cur.execute(sql)
-    finally:
-        conn.close()
 
 
 def _prepare(server: MariaDBServer, db: str, xid: str, *statements: str) -> None:
