@@ -255,6 +255,27 @@ def _wait_ready(
             proc.wait(timeout=0.02)
 
 
+def _run_bootstrap(
+    proc: subprocess.Popen[bytes], sock: str, error_log: Path, what: str, statements: Sequence[str], timeout: float
+) -> None:
+    """Run ``statements`` on a bootstrap server as soon as it answers on ``sock``, then stop it cleanly (SIGKILL
+    if anything fails on the way)."""
+    try:
+        conn = _wait_ready(proc, sock, time.monotonic() + timeout, error_log, what)
+        try:
+            with conn.cursor() as cur:
+                for statement in statements:
+                    cur.execute(statement)
+        finally:
+            conn.close()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def _bootstrap_sql() -> list[str]:
     admin = f"'{ADMIN_USER}'@'127.0.0.1'"
     repl = f"'{REPL_USER}'@'%'"
@@ -329,19 +350,8 @@ def _template_datadir(binaries: MariaDBBinaries, install_options: Mapping[str, s
             args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         try:
-            conn = _wait_ready(proc, sock, time.monotonic() + 60, error_log, "bootstrap mariadbd")
-            try:
-                with conn.cursor() as cur:
-                    for statement in _bootstrap_sql():
-                        cur.execute(statement)
-            finally:
-                conn.close()
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=60)
+            _run_bootstrap(proc, sock, error_log, "bootstrap mariadbd", _bootstrap_sql(), 60)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
             shutil.rmtree(sock_dir, ignore_errors=True)
         if proc.returncode != 0:
             raise MariaDBStartError(f"bootstrap mariadbd exited with {proc.returncode}:\n{_tail(error_log)}")
@@ -548,10 +558,14 @@ class MariaDBServer:
             return self
         raise AssertionError("unreachable")
 
+    def _template(self) -> Path:
+        """The per-process template data directory for this server's install options."""
+        install_options = {k: v for k, v in self.options.items() if k in _INSTALL_OPTIONS}
+        return _template_datadir(self.binaries, install_options)
+
     def _install_datadir(self) -> None:
         """Create the data directory from the per-process template."""
-        install_options = {k: v for k, v in self.options.items() if k in _INSTALL_OPTIONS}
-        template = _template_datadir(self.binaries, install_options)
+        template = self._template()
         if self.datadir.exists():
             shutil.rmtree(self.datadir)
         shutil.copytree(template, self.datadir, symlinks=True)

@@ -38,7 +38,6 @@ import signal
 import subprocess
 import tempfile
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -56,8 +55,8 @@ from ._mariadb import (
     MariaDBServer,
     MariaDBStartError,
     _format_options,
+    _run_bootstrap,
     _tail,
-    _wait_ready,
 )
 
 __all__ = [
@@ -314,20 +313,7 @@ def _template_datadir(binaries: MySQLBinaries, install_options: Mapping[str, str
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        try:
-            conn = _wait_ready(proc, str(sock), time.monotonic() + 120, error_log, "bootstrap mysqld")
-            try:
-                with conn.cursor() as cur:
-                    for statement in _bootstrap_sql():
-                        cur.execute(statement)
-            finally:
-                conn.close()
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=120)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        _run_bootstrap(proc, str(sock), error_log, "bootstrap mysqld", _bootstrap_sql(), 120)
         if proc.returncode != 0:
             raise MySQLStartError(f"bootstrap mysqld exited with {proc.returncode}:\n{_tail(error_log)}")
         # every copy gets its own server_uuid (auto.cnf is written again at the first start)
@@ -414,12 +400,9 @@ class MySQLServer(MariaDBServer):
         args.extend(self.extra_args)
         return b.argv(b.mysqld, *args)
 
-    def _install_datadir(self) -> None:
+    def _template(self) -> Path:
         install_options = {k: v for k, v in self.options.items() if k in _INSTALL_OPTIONS}
-        template = _template_datadir(self.binaries, install_options)
-        if self.datadir.exists():
-            shutil.rmtree(self.datadir)
-        shutil.copytree(template, self.datadir, symlinks=True)
+        return _template_datadir(self.binaries, install_options)
 
     def _start_error(self, new_log: str) -> bool:
         return "Address already in use" in new_log or "Do you already have another mysqld server running" in new_log
