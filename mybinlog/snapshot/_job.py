@@ -39,6 +39,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from ..errors import ConfigurationError, MybinlogError, SnapshotError
 from ..protocol._position import BinlogPosition
+from ..replication._observe import _duration
 from ..source._dsn import DSN
 from ._chunks import Chunk, TablePlan, balance, quote_mysql_ident
 from ._copy import ChunkResult, CopyJob, CopyTable, copy_partition, meta_columns, parse_spool_name
@@ -144,15 +145,6 @@ class SnapshotProgress:
             f"snapshot {self.snapshot_id}: {self.rows_done:,}/~{self.rows_total:,} rows ({min(pct, 100.0):.1f}%), "
             f"chunks {self.chunks_done}/{self.chunks_total}, {self.rows_per_second:,.0f} rows/s, ETA {eta}"
         )
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
 @dataclass
