@@ -24,7 +24,7 @@ import datetime as dt
 import decimal
 import itertools
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -255,16 +255,24 @@ class Written:
 
 
 def write_workload(
-    server: MariaDBServer, db: str, seed: int, *, n_transactions: int, rotate_midway: bool = False, **run: Any
+    server: MariaDBServer,
+    db: str,
+    seed: int,
+    *,
+    n_transactions: int,
+    rotate_midway: bool = False,
+    omit_types: Sequence[str] = (),
+    **run: Any,
 ) -> Written:
-    """Run ``Workload(seed)`` in a new database ``db``; ``rotate_midway``: FLUSH BINARY LOGS halfway through."""
+    """Run ``Workload(seed)`` in a new database ``db``; ``rotate_midway``: FLUSH BINARY LOGS halfway through;
+    ``omit_types``: column base types left out of ``all_types`` on MySQL (``Workload(omit_types=...)``)."""
     server.drop_database(db)
     server.create_database(db)
     gtid_before = server.gtid_binlog_pos()
     start = server.master_status()
     conn = server.connect(database=db)
     try:
-        workload = Workload(seed)
+        workload = Workload(seed, omit_types=omit_types)
         if rotate_midway:
             workload.run(conn, db, n_transactions // 2, **run)
             server.flush_binary_logs()
