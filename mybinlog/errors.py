@@ -18,6 +18,7 @@ binlog, malformed bytes, a wrong password).
     │                                    resumed: readers of a server see SourceConnectionError)
     ├── SourceError                      the MySQL/MariaDB server (carries the server's error code when it gave one)
     │   ├── SourceConnectionError        cannot reach the server, or the connection dropped (retriable)
+    │   │   └── SourceLaggingError       the server to fail over to has not caught up with the position yet
     │   ├── AuthenticationError          wrong user or password, or missing privileges
     │   ├── PreconditionError            server not set up for row-based CDC (binlog off, STATEMENT format, ...)
     │   ├── BinlogPurgedError            the requested position is no longer on the server
@@ -70,6 +71,7 @@ __all__ = [
     "SourceConnectionError",
     "SourceError",
     "SourceHistoryError",
+    "SourceLaggingError",
     "StatusReadError",
     "TargetConnectionError",
     "TargetError",
@@ -189,6 +191,12 @@ class SourceConnectionError(SourceError):
     """The server cannot be reached or the connection was lost. Reconnecting may succeed."""
 
     retriable = True
+
+
+class SourceLaggingError(SourceConnectionError):
+    """Another server of the topology (a replica the stream would fail over to) has not yet executed every
+    transaction of the position to resume from. The stream waits for it (within its reconnect budget) or reads from
+    another server; a replica that never catches up lost those transactions with the old primary."""
 
 
 class AuthenticationError(SourceError):

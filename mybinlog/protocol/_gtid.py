@@ -190,6 +190,26 @@ def _intervals_contain(big: Intervals, small: Intervals) -> bool:
     return True
 
 
+def _subtract(a: Intervals, b: Intervals) -> Intervals:
+    """The numbers of ``a`` that are not in ``b`` (both normalized)."""
+    out: list[Interval] = []
+    j, n = 0, len(b)
+    for s, e in a:
+        while j < n and b[j][1] < s:
+            j += 1
+        k = j
+        while s <= e:
+            if k == n or b[k][0] > e:
+                out.append((s, e))
+                break
+            bs, be = b[k]
+            if bs > s:
+                out.append((s, bs - 1))
+            s = max(s, be + 1)
+            k += 1
+    return tuple(out)
+
+
 def _insert_gno(intervals: Intervals, gno: int) -> Intervals:
     """General (slow) path of add(): put one gno into normalized intervals."""
     i = bisect_right(intervals, gno, key=_start)
@@ -548,6 +568,23 @@ class MySQLGtidSet(_Immutable):
         if not isinstance(other, MySQLGtidSet):
             return NotImplemented
         return self.union(other)
+
+    def difference(self, other: MySQLGtidSet) -> MySQLGtidSet:
+        """The GTIDs of ``self`` that are not in ``other`` (MySQL's ``GTID_SUBTRACT``)."""
+        if not isinstance(other, MySQLGtidSet):
+            raise _flavour_mismatch("difference", self, other)
+        result: dict[_Key, Intervals] = {}
+        for key, ivs in self._map.items():
+            theirs = other._map.get(key)
+            left = ivs if theirs is None else _subtract(ivs, theirs)
+            if left:
+                result[key] = left
+        return MySQLGtidSet._from_map(result)
+
+    def __sub__(self, other: MySQLGtidSet) -> MySQLGtidSet:
+        if not isinstance(other, MySQLGtidSet):
+            return NotImplemented
+        return self.difference(other)
 
     def contains(self, other: MySQLGtidSet) -> bool:
         """Superset test: every GTID of ``other`` is in ``self``."""

@@ -21,7 +21,7 @@ from ..errors import ConfigurationError
 from ..protocol._events import RowsEvent
 from ..protocol._gtid import GtidSet, parse_gtid_set
 from ..protocol._position import BinlogPosition
-from ..source._dsn import DSN
+from ..source._dsn import DSN, DSNKey
 from ..source._stream import BinlogStream
 from ._consumer import Binlog
 from ._dispatcher import BinlogEventsDispatcher
@@ -412,7 +412,7 @@ class BinlogClientFactory:
     disappear from the factory when their last consumer goes."""
 
     def __init__(self) -> None:
-        self._clients: dict[tuple[str, str, str, int], BinlogClient] = {}
+        self._clients: dict[DSNKey, BinlogClient] = {}
 
     def __repr__(self) -> str:
         return f"<BinlogClientFactory clients={[c.name for c in self._clients.values()]}>"

@@ -559,6 +559,15 @@ class BinlogConnection:
         ROW, not FULL row image unless ``require_full_row_image=False``: MINIMAL and NOBLOB images then decode with
         absent columns as ``MISSING``) and :class:`ConfigurationError` (bad arguments).
         """
+        if dsn.fallbacks:
+            return await cls._connect_first(
+                dsn,
+                server_id=server_id,
+                heartbeat_period=heartbeat_period,
+                check_preconditions=check_preconditions,
+                idle_timeout=idle_timeout,
+                require_full_row_image=require_full_row_image,
+            )
         compat.check_asyncmy_compat()
         if server_id is not None and (
             isinstance(server_id, bool) or not isinstance(server_id, int) or not 0 < server_id <= 0xFFFF_FFFF
@@ -611,6 +620,22 @@ class BinlogConnection:
                     f"{dsn.display}: the server did not complete the connection within connect_timeout="
                     f"{dsn.connect_timeout:g} s; is it overloaded or hung? Retry, or raise connect_timeout in the DSN"
                 ) from exc
+
+    @classmethod
+    async def _connect_first(cls, dsn: DSN, **options: Any) -> BinlogConnection:
+        """The first of the DSN's servers that answers (a server that cannot be reached is skipped; any other
+        error, a wrong password for one, is raised at once). The connection's ``dsn`` names that server alone."""
+        failures: list[str] = []
+        last: SourceConnectionError | None = None
+        for index in range(len(dsn.servers)):
+            try:
+                return await cls.connect(dsn.at(index), **options)
+            except SourceConnectionError as exc:
+                failures.append(str(exc))
+                last = exc
+        raise SourceConnectionError(
+            f"{dsn.display}: none of the {len(dsn.servers)} servers answered: " + "; ".join(failures)
+        ) from last
 
     @classmethod
     async def _setup(

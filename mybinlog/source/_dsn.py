@@ -5,6 +5,10 @@ A DSN is written as a URL::
     mysql://user:password@host:port/database?ssl=verify_ca&ssl_ca=/path/ca.pem&connect_timeout=5
     mariadb://repl@[::1]:3307
     mysql://repl:secret@localhost?unix_socket=/run/mysqld/mysqld.sock
+    mysql://repl@db1:3306,db2:3306,[::1]:3307     # several servers of one replication topology, in order
+
+With several servers, a connection goes to the first that answers, and a :class:`~mybinlog.BinlogStream` moves
+to the next one when its server fails (source failover: checked by GTIDs, see docs/ha.md).
 
 User and password are percent-decoded (write ``@`` as ``%40``, ``:`` as ``%3A``). The password is never shown:
 ``repr()``, ``str()``, :attr:`DSN.display` and every error message leave it out, so a DSN can be logged.
@@ -13,7 +17,8 @@ User and password are percent-decoded (write ``@`` as ``%40``, ``:`` as ``%3A``)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, get_args
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
@@ -23,6 +28,8 @@ if TYPE_CHECKING:
     import ssl as _ssl
 
 __all__ = ["DSN", "SslMode"]
+
+DSNKey = tuple[str, str, str, int, tuple[tuple[str, int], ...]]
 
 SslMode = Literal["disabled", "preferred", "required", "verify_ca", "verify_identity"]
 """TLS modes, named as in MySQL's ``--ssl-mode``.
@@ -37,7 +44,8 @@ SslMode = Literal["disabled", "preferred", "required", "verify_ca", "verify_iden
 _EXPECTED_FORM = (
     "expected mysql://user[:password]@host[:port][/database][?ssl=required&ssl_ca=PATH&connect_timeout=SECS] "
     "(or mariadb://...; percent-encode special characters in user and password; IPv6 hosts in brackets, "
-    "e.g. mysql://repl@[::1]:3306; a unix socket with ?unix_socket=/path/mysqld.sock)"
+    "e.g. mysql://repl@[::1]:3306; several servers of one topology as mysql://repl@db1:3306,db2:3306; a unix "
+    "socket with ?unix_socket=/path/mysqld.sock)"
 )
 
 _SSL_ALIASES: dict[str, SslMode] = {
@@ -85,8 +93,11 @@ _QUERY_KEYS = {
 class DSN:
     """Connection settings for one MySQL/MariaDB server. Build with :meth:`parse` or keywords.
 
-    Two DSNs with the same :attr:`key` (user, password, host, port) share one binlog client when sharing is
+    Two DSNs with the same :attr:`key` (user, password, hosts) share one binlog client when sharing is
     on, whatever their database or TLS settings.
+
+    ``host``/``port`` name the first server; ``fallbacks`` the other servers of the same replication topology,
+    in order (``mysql://repl@db1,db2:3307``). :attr:`servers` lists them all, :meth:`at` gives the DSN of one.
     """
 
     host: str = "localhost"
@@ -100,6 +111,7 @@ class DSN:
     ssl_cert: str | None = None
     ssl_key: str | None = None
     connect_timeout: float = 10.0
+    fallbacks: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.user:
@@ -119,6 +131,36 @@ class DSN:
             or not (timeout > 0 and math.isfinite(timeout))
         ):
             raise ConfigurationError(f"connect_timeout must be a positive number of seconds, got {timeout!r}")
+        for host, port in self.fallbacks:
+            if not host or isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+                raise ConfigurationError(
+                    f"fallback server {host!r}:{port!r} is not a host and TCP port; {_EXPECTED_FORM}"
+                )
+        if self.fallbacks and self.unix_socket:
+            raise ConfigurationError("a DSN with a unix_socket names one server; give several servers by host:port")
+        if len(set(self.servers)) != len(self.servers):
+            raise ConfigurationError(f"the DSN names a server twice ({self.display}); list each server once")
+
+    # -- several servers -----------------------------------------------------------------------------
+
+    @property
+    def servers(self) -> tuple[tuple[str, int], ...]:
+        """Every server of the DSN as ``(host, port)``, the first one first."""
+        return ((self.host, self.port), *self.fallbacks)
+
+    def at(self, index: int) -> DSN:
+        """The DSN of the ``index``-th server alone (same user, password, database and TLS settings)."""
+        host, port = self.servers[index]
+        if index == 0 and not self.fallbacks:
+            return self
+        return replace(self, host=host, port=port, fallbacks=())
+
+    def with_servers(self, servers: Sequence[tuple[str, int]]) -> DSN:
+        """This DSN naming ``servers`` instead (the first becomes ``host``/``port``)."""
+        if not servers:
+            raise ConfigurationError("a DSN needs at least one server")
+        (host, port), *rest = servers
+        return replace(self, host=host, port=port, fallbacks=tuple(rest))
 
     # -- parsing -----------------------------------------------------------------------------------
 
@@ -148,12 +190,14 @@ class DSN:
         user = unquote(raw_user)
         password = unquote(raw_password) if colon else ""
 
+        first, *more = _split_hosts(hostport)
         try:
-            parts = urlsplit("mysql://" + hostport + path_and_query)
+            parts = urlsplit("mysql://" + first + path_and_query)
             host = parts.hostname or ""
             port = parts.port
         except ValueError as exc:
             raise ConfigurationError(f"the DSN's host or port is malformed ({exc}); {_EXPECTED_FORM}") from None
+        fallbacks = tuple(_host_port(item) for item in more)
         if parts.fragment:
             raise ConfigurationError(f"the DSN must not contain a '#fragment'; {_EXPECTED_FORM}")
         database = unquote(parts.path.lstrip("/")) or None
@@ -206,6 +250,7 @@ class DSN:
             ssl_ca=options.get("ssl_ca") or None,
             ssl_cert=options.get("ssl_cert") or None,
             ssl_key=options.get("ssl_key") or None,
+            fallbacks=fallbacks,
             **kwargs,  # type: ignore[arg-type]
         )
 
@@ -213,23 +258,27 @@ class DSN:
 
     @property
     def display(self) -> str:
-        """``user@host:port``: the name used in logs, errors and status rows. Never contains the password."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.user}@{host}:{self.port}"
+        """``user@host:port`` (``user@db1:3306,db2:3306`` with several servers): the name used in logs, errors and
+        status rows. Never contains the password."""
+        return f"{self.user}@{self.hosts_text}"
 
     @property
-    def key(self) -> tuple[str, str, str, int]:
-        """``(user, password, host, port)``: identifies a shareable binlog client. Contains the password:
-        use it as a dictionary key, never print or log it."""
-        return (self.user, self.password, self.host, self.port)
+    def hosts_text(self) -> str:
+        """``host:port`` of every server, comma-separated (IPv6 literals in brackets)."""
+        return ",".join(_show_host(host, port) for host, port in self.servers)
+
+    @property
+    def key(self) -> DSNKey:
+        """``(user, password, host, port, fallbacks)``: identifies a shareable binlog client. Contains the
+        password: use it as a dictionary key, never print or log it."""
+        return (self.user, self.password, self.host, self.port, self.fallbacks)
 
     def to_url(self, *, redact: bool = True) -> str:
         """The DSN as a URL; the password is shown as ``***`` unless ``redact=False``."""
         userinfo = quote(self.user, safe="")
         if self.password:
             userinfo += ":" + ("***" if redact else quote(self.password, safe=""))
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        url = f"mysql://{userinfo}@{host}:{self.port}"
+        url = f"mysql://{userinfo}@{self.hosts_text}"
         if self.database:
             url += "/" + quote(self.database, safe="")
         query = []
@@ -273,6 +322,40 @@ class DSN:
                 "ssl_cert and ssl_key point to readable PEM files"
             ) from exc
         return ctx
+
+
+def _show_host(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _split_hosts(hostport: str) -> list[str]:
+    """``db1:3306,[::1]:3307`` -> ``["db1:3306", "[::1]:3307"]`` (commas inside brackets do not split)."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(hostport):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append(hostport[start:i])
+            start = i + 1
+    items.append(hostport[start:])
+    if len(items) > 1 and not all(item.strip() for item in items):
+        raise ConfigurationError(f"the DSN's server list has an empty entry; {_EXPECTED_FORM}")
+    return items
+
+
+def _host_port(item: str) -> tuple[str, int]:
+    """One entry of a server list: ``host[:port]`` (port 3306 when left out)."""
+    try:
+        parts = urlsplit("mysql://" + item.strip())
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError as exc:
+        raise ConfigurationError(f"the DSN's server {item!r} is malformed ({exc}); {_EXPECTED_FORM}") from None
+    if not host or parts.path or parts.query:
+        raise ConfigurationError(f"the DSN's server {item!r} is not host[:port]; {_EXPECTED_FORM}")
+    return host, port if port is not None else 3306
 
 
 def _split_authority(rest: str) -> tuple[str, str]:

@@ -33,6 +33,7 @@ from ..protocol._position import PASSIVE_TYPES, BinlogPosition, PositionTracker
 from ..protocol._transaction import Transaction, TransactionCollector
 from ._connection import BinlogConnection, ServerInfo
 from ._dsn import DSN
+from ._failover import check_other_server
 
 __all__ = ["BinlogStream"]
 
@@ -89,9 +90,21 @@ class BinlogStream:
     handled that transaction, and start from it after a restart.
 
     When the connection drops, the stream reconnects (exponential backoff, up to ``max_reconnect_attempts``
-    consecutive failures and, when ``max_reconnect_seconds`` is set, for at most that long; each attempt logged) from
-    ``position``, then skips the events of the interrupted transaction
-    it had already yielded, so every event reaches you exactly once. Errors that retrying cannot fix (wrong
+    consecutive failed rounds and, when ``max_reconnect_seconds`` is set, for at most that long; each attempt logged)
+    from ``position``, then skips the events of the interrupted transaction
+    it had already yielded, so every event reaches you exactly once. A connection that delivers no byte (no event, no
+    heartbeat) for ``idle_timeout`` seconds (default ``max(30, 4 * heartbeat_period)``) counts as lost: a half-open
+    connection to a server that vanished without closing it is found that way.
+
+    **Several servers** (``mysql://repl@db1:3306,db2:3306``, servers of one replication topology): the stream
+    starts on the first that works and, when its server fails, tries the others in turn (each round of the
+    reconnection tries every server, the current one first). Before it reads from another server than the one its
+    position was read from, it checks that server's history by GTIDs (:mod:`mybinlog.source._failover`): a server
+    that lags behind the position is waited for (:class:`SourceLaggingError`, within the reconnect budget), one with
+    errant transactions or of another topology is refused (:class:`SourceHistoryError`). ``server`` names the server
+    being read, ``failovers`` counts the moves and ``last_failover`` says why the last one happened.
+
+    Errors that retrying cannot fix (wrong
     password, purged binlog, server misconfigured) are raised at once.
 
     Before resuming (at start from ``gtid_set``/``binlog_file``/``resume_from``, and after every reconnect) the
@@ -125,6 +138,7 @@ class BinlogStream:
         max_reconnect_attempts: int = 10,
         reconnect_backoff: tuple[float, float] = (0.1, 10.0),
         max_reconnect_seconds: float | None = None,
+        idle_timeout: float | None = None,
     ) -> None:
         self.dsn = dsn if isinstance(dsn, DSN) else DSN.parse(dsn)
         if (gtid_set is not None) + (binlog_file is not None) + (resume_from is not None) + bool(from_beginning) > 1:
@@ -147,6 +161,10 @@ class BinlogStream:
         self.max_reconnect_attempts = max_reconnect_attempts
         self.reconnect_backoff = reconnect_backoff
         self.max_reconnect_seconds = max_reconnect_seconds
+        self.idle_timeout = idle_timeout
+        self._server_index = 0  # which of the DSN's servers the stream reads (or tries first)
+        self.failovers = 0
+        self.last_failover: str | None = None
         self._conn: BinlogConnection | None = None
         self._decoder: EventDecoder | None = None
         self._tracker: PositionTracker | None = None
@@ -168,7 +186,13 @@ class BinlogStream:
         self._server_id = resume_from.server_id if resume_from is not None else 0  # whose positions these are
 
     def __repr__(self) -> str:
-        return f"<BinlogStream {self.dsn.display} at {self._tracker.position if self._tracker else 'start'}>"
+        at = self._tracker.position if self._tracker else "start"
+        return f"<BinlogStream {self.dsn.at(self._server_index).display} at {at}>"
+
+    @property
+    def source(self) -> str:
+        """``host:port`` of the server the stream reads (or will try first): with several servers, the one it is on."""
+        return self.dsn.at(self._server_index).hosts_text
 
     # ------------------------------------------------------------------------------------------------
     @property
@@ -200,8 +224,24 @@ class BinlogStream:
         await self.close()
 
     async def start(self) -> None:
-        """Connect, resolve the start position and begin the dump (errors surface here)."""
-        conn = await self._connect()
+        """Connect, resolve the start position and begin the dump (errors surface here). With several servers: on
+        the first that works (an unreachable or lagging server is skipped)."""
+        failures: list[SourceConnectionError] = []
+        for index in range(len(self.dsn.servers)):
+            try:
+                await self._start_on(index)
+                return
+            except SourceConnectionError as exc:
+                if not self.dsn.fallbacks:
+                    raise
+                failures.append(exc)
+        raise SourceConnectionError(
+            f"{self.dsn.display}: none of the {len(failures)} servers could be read: "
+            + "; ".join(str(f) for f in failures)
+        ) from failures[-1]
+
+    async def _start_on(self, index: int) -> None:
+        conn = await self._connect(index)
         try:
             flavor = conn.info.flavor
             resume = self._resume_arg
@@ -242,6 +282,7 @@ class BinlogStream:
             await conn.close()
             raise
         self._conn = conn
+        self._server_index = index
 
     @staticmethod
     def _check_flavor(gtids: GtidSet, flavor: str) -> None:
@@ -272,13 +313,15 @@ class BinlogStream:
         # resume from a position of the old server, until a transaction of the new one completes)
         expected = resume.server_id or self._server_id
         changed = bool(expected) and bool(info.server_id) and info.server_id != expected
-        if changed and self._mode == "file":
+        if changed and (self._mode == "file" or resume.gtid_set is None):
             raise SourceHistoryError(
                 f"{where}: the source is now the server with server_id {info.server_id}, not {expected}, and this "
                 f"stream resumes by binlog file and offset ({resume.file}:{resume.offset}), which mean nothing on "
                 "another server. Turn on GTIDs (gtid_mode=ON) so that readers can follow a failover, or take a new "
                 "snapshot from the new server"
             )
+        if changed and resume.gtid_set is not None:
+            await check_other_server(conn, resume, old_server_id=expected)
         file, offset, gtid_text = await conn.current_position()
         if self._mode == "gtid" and resume.gtid_set is not None and gtid_text.strip():
             server_set = parse_gtid_set(gtid_text, info.flavor)
@@ -319,11 +362,12 @@ class BinlogStream:
         if info.server_id:
             self._server_id = info.server_id
 
-    async def _connect(self) -> BinlogConnection:
+    async def _connect(self, index: int) -> BinlogConnection:
         conn = await BinlogConnection.connect(
-            self.dsn,
+            self.dsn.at(index),
             server_id=self.server_id,
             heartbeat_period=self.heartbeat_period,
+            idle_timeout=self.idle_timeout,
             check_preconditions=self.check_preconditions,
             require_full_row_image=self.require_full_row_image,
         )
@@ -560,10 +604,13 @@ class BinlogStream:
         attempt = 0
         old = self._conn
         self._conn = None
+        old_index, old_server_id = self._server_index, (old.info.server_id if old is not None else self._server_id)
         if old is not None:
             await old.close()
+        lost = error
         began = time.monotonic()
         budget = self.max_reconnect_seconds
+        servers = len(self.dsn.servers)
         while True:
             attempt += 1
             delay = min(high, low * 2 ** min(attempt - 1, 60)) * (0.5 + random.random() / 2)
@@ -574,7 +621,7 @@ class BinlogStream:
                 ) from error
             if budget is not None and time.monotonic() - began + delay > budget:
                 raise SourceConnectionError(
-                    f"{self.dsn.display}: the server stayed unreachable for {budget:g} s (last error: {error}); "
+                    f"{self.dsn.display}: no server could be read for {budget:g} s (last error: {error}); "
                     f"resume later from {resume}"
                 ) from error
             logger.warning(
@@ -587,35 +634,50 @@ class BinlogStream:
                 resume,
             )
             await asyncio.sleep(delay)
-            try:
-                conn = await self._connect()
-            except SourceConnectionError as exc:
-                error = exc
-                continue
-            try:
-                mode_gtid = self._mode == "gtid" or (not resume.file and resume.gtid_set is not None)
-                if mode_gtid:
-                    self._mode = "gtid"
-                await self._check_history(conn, resume)
-                self._tracker = PositionTracker(resume)
-                if mode_gtid and resume.gtid_set is not None:
-                    self._decoder = self._new_decoder(conn, resume.file)
-                    await conn.start_dump(gtid_set=resume.gtid_set, blocking=self.blocking)
+            # one round: every server once, the current one first
+            for step in range(servers):
+                index = (old_index + step) % servers
+                try:
+                    conn = await self._connect(index)
+                except SourceConnectionError as exc:
+                    error = exc
+                    continue
+                try:
+                    mode_gtid = self._mode == "gtid" or (not resume.file and resume.gtid_set is not None)
+                    if index != old_index and resume.gtid_set is not None and conn.info.server_id != old_server_id:
+                        mode_gtid = True  # another server: only a GTID set names the same transactions there
+                    if mode_gtid:
+                        self._mode = "gtid"
+                    await self._check_history(conn, resume)
+                    self._tracker = PositionTracker(resume)
+                    if mode_gtid and resume.gtid_set is not None:
+                        self._decoder = self._new_decoder(conn, resume.file)
+                        await conn.start_dump(gtid_set=resume.gtid_set, blocking=self.blocking)
+                    else:
+                        await self._start_dump(conn, resume)
+                except SourceConnectionError as exc:
+                    await conn.close()
+                    error = exc
+                    continue
+                except BaseException:
+                    await conn.close()
+                    raise
+                self._conn = conn
+                self._server_index = index
+                # already yielded in the interrupted transaction: those re-seen since the last reconnect plus
+                # those not re-seen yet (a second cut can come while skipping)
+                self._skip += self._yielded_in_txn
+                self._yielded_in_txn = 0
+                self._replaying = True
+                self.reconnects += 1
+                if index != old_index or (old_server_id and conn.info.server_id != old_server_id):
+                    self.failovers += 1
+                    self.last_failover = (
+                        f"{self.dsn.at(old_index).hosts_text} (server_id {old_server_id}) failed: {lost}; now reading "
+                        f"{self.dsn.at(index).hosts_text} (server_id {conn.info.server_id})"
+                    )
+                    logger.warning("%s: source failover: %s; resuming from %s", self.dsn.display,
+                                   self.last_failover, resume)  # fmt: skip
                 else:
-                    await self._start_dump(conn, resume)
-            except SourceConnectionError as exc:
-                await conn.close()
-                error = exc
-                continue
-            except BaseException:
-                await conn.close()
-                raise
-            self._conn = conn
-            # already yielded in the interrupted transaction: those re-seen since the last reconnect plus
-            # those not re-seen yet (a second cut can come while skipping)
-            self._skip += self._yielded_in_txn
-            self._yielded_in_txn = 0
-            self._replaying = True
-            self.reconnects += 1
-            logger.info("%s: reconnected; resuming from %s", self.dsn.display, resume)
-            return
+                    logger.info("%s: reconnected; resuming from %s", self.dsn.at(index).display, resume)
+                return

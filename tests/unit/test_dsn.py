@@ -181,9 +181,39 @@ def test_key_identifies_shared_client() -> None:
     a = DSN.parse("mysql://repl:pw@h:3306/db1?ssl=true")
     b = DSN.parse("mysql://repl:pw@h:3306/db2")
     c = DSN.parse("mysql://repl:other@h:3306/db1")
-    assert a.key == b.key == ("repl", "pw", "h", 3306)
+    assert a.key == b.key == ("repl", "pw", "h", 3306, ())
     assert a.key != c.key
     assert a.display == c.display  # same display name, different clients: the password is not shown
+
+
+def test_several_servers_parse_in_order() -> None:
+    dsn = DSN.parse(f"mysql://repl:{SECRET_URL}@db1:3306,db2,[::1]:3307/shop?ssl=true")
+    assert dsn.servers == (("db1", 3306), ("db2", 3306), ("::1", 3307))
+    assert (dsn.host, dsn.port) == ("db1", 3306)
+    assert dsn.display == "repl@db1:3306,db2:3306,[::1]:3307"
+    assert SECRET not in repr(dsn) and SECRET not in str(dsn) and SECRET not in dsn.display
+    one = dsn.at(2)
+    assert (one.host, one.port, one.fallbacks, one.database, one.ssl) == ("::1", 3307, (), "shop", "required")
+    assert one.password == SECRET
+    assert DSN.parse(dsn.to_url(redact=False)) == dsn
+    # a list of servers is another shared client than its first server alone
+    assert dsn.key != dsn.at(0).key
+    assert dsn.with_servers([("db2", 3306)]).display == "repl@db2:3306"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("mysql://u@db1,", "empty entry"),
+        ("mysql://u@db1,,db2", "empty entry"),
+        ("mysql://u@db1:3306,db1", "names a server twice"),
+        ("mysql://u@db1,db2:99999", "malformed"),
+        ("mysql://u@db1,db2?unix_socket=/s", "unix_socket names one server"),
+    ],
+)
+def test_several_servers_bad_lists_are_refused(text: str, says: str) -> None:
+    with pytest.raises(ConfigurationError, match=says):
+        DSN.parse(text)
 
 
 def test_keyword_construction_and_frozen() -> None:
