@@ -109,9 +109,7 @@ def _mariadb_state(text: str) -> dict[tuple[int, int], int]:
     return state
 
 
-def _check_mariadb(
-    where: str, state: dict[tuple[int, int], int], position: MariaDBGtidSet, old_server_id: int
-) -> None:
+def _check_mariadb(where: str, state: dict[tuple[int, int], int], position: MariaDBGtidSet, old_server_id: int) -> None:
     shown = ",".join(f"{d}-{s}-{q}" for (d, s), q in sorted(state.items())) or "nothing"
     behind: list[str] = []
     for gtid in position:
@@ -124,6 +122,21 @@ def _check_mariadb(
                 f"the source list, or, to follow this topology from now on, {_NEW_SNAPSHOT}"
             )
         if have < gtid.seq_no:
+            # strict mode: sequence numbers grow in a domain, so a server that already holds other transactions
+            # at or above this one's number can never replicate it: those are errant transactions
+            others = sorted(
+                (q, s)
+                for (d, s), q in state.items()
+                if d == gtid.domain_id and s != gtid.server_id and q >= gtid.seq_no
+            )
+            if others:
+                errant = ", ".join(f"{gtid.domain_id}-{s}-{q}" for q, s in others)
+                raise SourceHistoryError(
+                    f"{where}: this server holds errant transaction(s) {errant} in domain {gtid.domain_id} that the "
+                    f"old source (server_id {old_server_id}) never had, in place of this stream's position {gtid} "
+                    f"(it reached only {gtid.domain_id}-{gtid.server_id}-{have}): its history went another way and "
+                    f"it can never replicate {gtid} (gtid_strict_mode). {_NEW_SNAPSHOT[0].upper()}{_NEW_SNAPSHOT[1:]}"
+                )
             behind.append(f"{gtid} (it has {gtid.domain_id}-{gtid.server_id}-{have})")
     if behind:
         raise SourceLaggingError(

@@ -714,6 +714,68 @@ class MariaDBServer:
         ``@@global.gtid_executed`` (what a GTID-resuming client passes to start after everything written)."""
         return self.gtid_binlog_pos()
 
+    # -- replication topologies (source failover tests) ----------------------------------------------------------
+
+    def follow(self, primary: MariaDBServer, *, wait: bool = True) -> None:
+        """Make this server a replica of ``primary`` by GTIDs (the server's own replication: MariaDB
+        ``MASTER_USE_GTID=slave_pos``, MySQL ``SOURCE_AUTO_POSITION=1``) and, with ``wait``, wait until it has
+        caught up. Start this server with ``log_slave_updates=True`` (MariaDB) so that it logs what it replicates."""
+        gtid = primary.gtid_position()
+        if self.flavor == "mariadb":
+            self.execute(
+                f"CHANGE MASTER TO MASTER_HOST='{primary.host}', MASTER_PORT={primary.port}, "
+                f"MASTER_USER='{primary.repl_user}', MASTER_PASSWORD='{primary.repl_password}', "
+                "MASTER_USE_GTID=slave_pos"
+            )
+            self.execute("START SLAVE")
+        else:  # MySQL 8.4+; caching_sha2_password over plain TCP needs the source's RSA key, asked for
+            self.execute(
+                f"CHANGE REPLICATION SOURCE TO SOURCE_HOST='{primary.host}', SOURCE_PORT={primary.port}, "
+                f"SOURCE_USER='{primary.repl_user}', SOURCE_PASSWORD='{primary.repl_password}', "
+                "SOURCE_AUTO_POSITION=1, GET_SOURCE_PUBLIC_KEY=1"
+            )
+            self.execute("START REPLICA")
+        if wait:
+            self.wait_for_gtids(gtid)
+
+    def wait_for_gtids(self, gtid: str, timeout: float = 60) -> None:
+        """Wait until this server has executed ``gtid`` (a position in the server's flavour); raise on timeout."""
+        if self.flavor == "mariadb":
+            waited = self.query_value("SELECT MASTER_GTID_WAIT(%s, %s)", (gtid, timeout))
+            status = "SHOW SLAVE STATUS"
+        else:
+            waited = self.query_value("SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s)", (gtid, timeout))
+            status = "SHOW REPLICA STATUS"
+        if waited != 0:
+            raise TimeoutError(f"{self.flavor} on port {self.port} did not reach {gtid}: {self.query(status)}")
+
+    def pause_replication(self) -> None:
+        """Stop applying what arrives from the primary (it is still received): a replica that lags behind."""
+        self.execute("STOP SLAVE SQL_THREAD" if self.flavor == "mariadb" else "STOP REPLICA SQL_THREAD")
+
+    def resume_replication(self) -> None:
+        self.execute("START SLAVE SQL_THREAD" if self.flavor == "mariadb" else "START REPLICA SQL_THREAD")
+
+    def promote(self) -> None:
+        """What an orchestrator does to a replica whose primary died: stop replicating (after applying what it has
+        received) and forget the source. The server is then a primary."""
+        maria = self.flavor == "mariadb"
+        self.execute("STOP SLAVE IO_THREAD" if maria else "STOP REPLICA IO_THREAD")
+        received = self.replica_status().get("Gtid_IO_Pos" if maria else "Retrieved_Gtid_Set") or ""
+        self.execute("START SLAVE SQL_THREAD" if maria else "START REPLICA SQL_THREAD")
+        if str(received).strip():  # apply what was received (the relay log) before it is thrown away
+            self.wait_for_gtids(str(received).replace("\n", ""))
+        self.execute("STOP SLAVE" if maria else "STOP REPLICA")
+        self.execute("RESET SLAVE ALL" if maria else "RESET REPLICA ALL")
+
+    def replica_status(self) -> dict[str, Any]:
+        """SHOW SLAVE STATUS (MariaDB) / SHOW REPLICA STATUS (MySQL) as a dict; empty when not a replica."""
+        with self._admin_conn().cursor() as cur:
+            cur.execute("SHOW SLAVE STATUS" if self.flavor == "mariadb" else "SHOW REPLICA STATUS")
+            row = cur.fetchone()
+            names = [d[0] for d in cur.description or ()]
+        return dict(zip(names, row, strict=True)) if row else {}
+
     def flush_binary_logs(self) -> str:
         """Rotate to a new binlog file and return its name."""
         self.execute("FLUSH BINARY LOGS")
