@@ -23,11 +23,12 @@ true of that server first (docs/ha.md, "Source failover"):
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator, Callable
 
 from ..errors import SourceHistoryError, SourceLaggingError
 from ..protocol._decoder import EventDecoder
-from ..protocol._events import GtidEvent, MariadbGtidEvent
-from ..protocol._gtid import MariaDBGtid, MariaDBGtidSet, MySQLGtidSet, parse_gtid_set
+from ..protocol._events import Event, GtidEvent, MariadbGtidEvent
+from ..protocol._gtid import MariaDBGtid, MariaDBGtidSet, MySQLGtid, MySQLGtidSet, parse_gtid_set
 from ..protocol._position import BinlogPosition
 from ._connection import BinlogConnection
 
@@ -147,35 +148,78 @@ def _check_mariadb(where: str, state: dict[tuple[int, int], int], position: Mari
 
 
 async def _errant(conn: BinlogConnection, resume: BinlogPosition, own_uuid: str | None) -> list[str]:
-    """The server's own transactions after ``resume`` that come before a transaction it replicated (see the module
-    docstring), read with a second, non-blocking dump from the position."""
+    """The server's own transactions after ``resume`` that come before a transaction it replicated, in its binlog
+    (see the module docstring).
+
+    First a non-blocking dump from the position (what the stream would read): the server's own transactions in it,
+    and those already followed there by a replicated one. When some own ones are not, a second dump by file and
+    offset from the first of them to the end of the binlog also sees the replicated transactions the position
+    contains (the GTID dump skips those): any of them after an own transaction makes it errant.
+    """
     own_id = conn.info.server_id
+    position = resume.gtid_set
+    assert position is not None
+
+    def origin(event: object) -> tuple[str, bool] | None:
+        if isinstance(event, GtidEvent):
+            if event.gtid is None:
+                return None
+            return str(event.gtid), own_uuid is not None and event.gtid.sid == own_uuid
+        if isinstance(event, MariadbGtidEvent):
+            return str(event.gtid), event.gtid.server_id == own_id
+        return None
+
+    def contained(name: str) -> bool:
+        if isinstance(position, MySQLGtidSet):
+            return MySQLGtid.parse(name) in position
+        gtid = MariaDBGtid.parse(name)
+        have = position.get(gtid.domain_id) if isinstance(position, MariaDBGtidSet) else None
+        return have is not None and gtid.seq_no <= have.seq_no
+
+    errant: list[str] = []
+    pending: list[tuple[str, str, int]] = []  # own transactions not yet followed by a replicated one: (gtid, file, at)
+    async for event, (name, mine) in _gtid_events(conn, origin, gtid_set=position):
+        if mine:
+            pending.append((name, event.file or "", event.log_pos - event.size))
+        elif pending:
+            errant.extend(p[0] for p in pending)
+            pending.clear()
+    if pending and pending[0][1]:
+        candidates = {p[0] for p in pending}
+        waiting: list[str] = []
+        async for _, (name, mine) in _gtid_events(conn, origin, file=pending[0][1], offset=pending[0][2]):
+            if mine:
+                if name in candidates:
+                    waiting.append(name)
+            elif waiting:
+                errant.extend(waiting)
+                waiting.clear()
+    return list(dict.fromkeys(errant))
+
+
+async def _gtid_events(
+    conn: BinlogConnection,
+    origin: Callable[[object], tuple[str, bool] | None],
+    *,
+    gtid_set: object = None,
+    file: str = "",
+    offset: int = 4,
+) -> AsyncIterator[tuple[Event, tuple[str, bool]]]:
+    """The GTID events of a non-blocking dump on a second connection to ``conn``'s server, with their origin."""
     scan = await BinlogConnection.connect(conn.dsn, heartbeat_period=0, check_preconditions=False)
     try:
-        await scan.start_dump(gtid_set=resume.gtid_set, blocking=False)
-        decoder = EventDecoder(checksum=scan.checksum, verify_checksum=True, file=None, network=True)
-        pending: list[str] = []  # own transactions not yet followed by a replicated one
-        errant: list[str] = []
+        if gtid_set is not None:
+            await scan.start_dump(gtid_set=gtid_set, blocking=False)
+        else:
+            await scan.start_dump(file=file, position=offset, blocking=False)
+        decoder = EventDecoder(checksum=scan.checksum, verify_checksum=True, file=file or None, network=True)
         while (batch := await scan.read_events()) is not None:
-            events: list[object] = []
-            decoder.decode_batch(batch, events)  # type: ignore[arg-type]
+            events: list[Event] = []
+            decoder.decode_batch(batch, events)
             for event in events:
-                if isinstance(event, GtidEvent):
-                    if event.gtid is None:
-                        continue
-                    mine = own_uuid is not None and event.gtid.sid == own_uuid
-                    name = str(event.gtid)
-                elif isinstance(event, MariadbGtidEvent):
-                    mine = event.gtid.server_id == own_id
-                    name = str(event.gtid)
-                else:
-                    continue
-                if mine:
-                    pending.append(name)
-                elif pending:
-                    errant.extend(pending)
-                    pending.clear()
-        return errant
+                found = origin(event)
+                if found is not None:
+                    yield event, found
     finally:
         await scan.close()
 
