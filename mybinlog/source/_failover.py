@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 
-from ..errors import SourceHistoryError, SourceLaggingError
+from ..errors import PreconditionError, SourceHistoryError, SourceLaggingError
 from ..protocol._decoder import EventDecoder
 from ..protocol._events import Event, GtidEvent, MariadbGtidEvent
 from ..protocol._gtid import MariaDBGtid, MariaDBGtidSet, MySQLGtid, MySQLGtidSet, parse_gtid_set
@@ -49,6 +49,7 @@ async def check_other_server(conn: BinlogConnection, resume: BinlogPosition, *, 
     on ``conn``'s server, another server of the topology (see the module docstring)."""
     assert resume.gtid_set is not None
     where = conn.dsn.display
+    await _check_logs_replicated(conn)
     if conn.info.flavor == "mysql":
         _, _, text = await conn.current_position()
         executed = parse_gtid_set(text, "mysql")
@@ -78,6 +79,21 @@ async def check_other_server(conn: BinlogConnection, resume: BinlogPosition, *, 
             "still a replica (they come before transactions it replicated), so following it would apply changes the "
             "old source never made, to rows that differ. Find them on the server (SHOW BINLOG EVENTS, mysqlbinlog) "
             f"and {_NEW_SNAPSHOT}; or list a server without them first"
+        )
+
+
+async def _check_logs_replicated(conn: BinlogConnection) -> None:
+    """A server that does not write what it replicates to its own binlog has, in its binlog, only the transactions
+    written on it: reading it from the position would skip the replicated ones (MySQL still counts them in
+    ``gtid_executed``), so it is refused."""
+    mysql = conn.info.flavor == "mysql"
+    name = "log_replica_updates" if mysql and conn.info.version >= (8, 0, 26) else "log_slave_updates"
+    rows = await conn.query(f"SELECT @@global.{name}")
+    if rows and not int(rows[0][0] or 0):
+        raise PreconditionError(
+            f"{conn.dsn.display}: this server has {name}=OFF: its binlog lacks the transactions it replicated, so "
+            f"following it after a failover would skip them. Set {name}=ON on every server a source list names "
+            "(it needs a restart), or remove this server from the list"
         )
 
 

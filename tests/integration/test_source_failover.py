@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mybinlog import BinlogStream, SourceHistoryError
+from mybinlog import BinlogStream, PreconditionError, SourceHistoryError
 from mybinlog.protocol._events import WriteRowsEvent
 from mybinlog.testing import MariaDBServer
 
@@ -95,3 +95,23 @@ async def test_a_replica_with_an_errant_transaction_is_refused(
         with pytest.raises(SourceHistoryError, match="errant transaction") as info:
             await _ids(stream, 1)
     assert "server_id 2" in str(info.value)
+
+
+async def test_a_server_that_does_not_log_what_it_replicates_is_refused(
+    server_kind: str, server_factory: Callable[..., MariaDBServer]
+) -> None:
+    """Its binlog lacks the replicated transactions (MySQL still counts them as executed): reading it would skip them."""
+    primary = server_factory(server_id=1)
+    off = {"log_slave_updates": 0} if server_kind == "mariadb" else {"log_replica_updates": 0}
+    replica = server_factory(server_id=2, **off)
+    primary.create_database(DB)
+    primary.execute(f"CREATE TABLE `{DB}`.t (id INT PRIMARY KEY, v VARCHAR(20))")
+    replica.follow(primary)
+    async with BinlogStream(_dsn(primary, replica), heartbeat_period=1, max_reconnect_seconds=30) as stream:
+        primary.execute(f"INSERT INTO `{DB}`.t VALUES (1, 'primary')")
+        primary.execute(f"INSERT INTO `{DB}`.t VALUES (2, 'primary')")
+        assert await _ids(stream, 2) == [1, 2]
+        replica.wait_for_gtids(primary.gtid_position())
+        primary.kill()
+        with pytest.raises(PreconditionError, match="replica_updates=OFF|slave_updates=OFF"):
+            await _ids(stream, 1)
