@@ -62,6 +62,7 @@ from ._schema import SchemaChanges, _Table
 from ._settings import ReplicaStatus, ReplicationSettings
 from ._source import SourceConnection, quote_mysql_ident, select_scope
 from ._spill import Spill, entry_bytes, give_memory_back, write_spilled
+from ._startup import connect_source, replica_name
 from ._version import (
     binlog_file_number,
     snapshot_version,
@@ -154,7 +155,7 @@ class Replicator(SchemaChanges):
         self.database = database
         self.table_filter = frozenset(tables) if tables is not None else None
         self.target_database = target_database or database
-        self.replica = replica or database
+        self.replica = replica_name(replica, database)  # refuses "" and control characters
         self.settings = settings or ReplicationSettings()
         self.client = client
         self._tables: dict[str, _Table] = {}
@@ -255,7 +256,10 @@ class Replicator(SchemaChanges):
                 "standby needs a ClickHouse server as the target: embedded ClickHouse (chdb) opens its directory in "
                 "one process at a time, so the active and its standbys cannot share it (docs/ha.md)"
             )
-        async with await SourceConnection.connect(self.dsn) as src:  # checks the source's binlog settings early
+        first = await connect_source(self.dsn, s.source_retry_seconds, self._stop)  # waited for, as a reconnect
+        if first is None:
+            return  # stopped while waiting for the source
+        async with first as src:  # checks the source's binlog settings early
             self.flavor = src.flavor
             goal = await src.current_position() if until_caught_up and not s.standby else None
         lease = ReplicaLease(
@@ -278,10 +282,7 @@ class Replicator(SchemaChanges):
             self.client = get_binlog_client(
                 self.dsn,
                 max_flush_milliseconds_in_binlog_dispatcher=s.max_flush_milliseconds_in_binlog_dispatcher,
-                stream_options={
-                    "max_reconnect_attempts": 1_000_000,
-                    "max_reconnect_seconds": s.source_retry_seconds,
-                },
+                stream_options=s.stream_options(),  # reconnects, heartbeats, the half-open bound
             )
         failing_since: float | None = None
         saves_then = -1
@@ -918,9 +919,11 @@ class Replicator(SchemaChanges):
         s = self.settings
         if self._replay_until is not None:
             return False  # replaying an announced batch: flush exactly at its end (see _commit_transaction)
-        return (s.max_rows_in_buffer and self._batch_rows >= s.max_rows_in_buffer) or (
-            s.max_bytes_in_buffer and self._batch_bytes >= s.max_bytes_in_buffer
-        ) or s.max_rows_in_buffer == 0
+        return (
+            (s.max_rows_in_buffer and self._batch_rows >= s.max_rows_in_buffer)
+            or (s.max_bytes_in_buffer and self._batch_bytes >= s.max_bytes_in_buffer)
+            or s.max_rows_in_buffer == 0
+        )
 
     async def _handle(self, event: Event) -> None:
         if isinstance(event, RowsEvent):
