@@ -15,7 +15,7 @@ from operator import attrgetter, not_
 from types import TracebackType
 from typing import Any, Literal
 
-from ..errors import ConfigurationError, MybinlogError, SourceConnectionError, SourceHistoryError
+from ..errors import ConfigurationError, MybinlogError, SourceConnectionError, SourceError, SourceHistoryError
 from ..protocol._accel import speedups
 from ..protocol._decoder import EventDecoder
 from ..protocol._events import (
@@ -48,6 +48,7 @@ def _file_order(name: str) -> tuple[str, int] | None:
     """(stem, number) of a binlog file name (``binlog.000042`` -> ``("binlog", 42)``), None when not numbered."""
     m = _NUMBERED.match(name)
     return (m.group(1), int(m.group(2))) if m else None
+
 
 # Position bookkeeping, not transaction data: a reconnect re-sends some of these (and, in GTID mode, not the
 # BINLOG_CHECKPOINTs between transactions); they are never counted as already-yielded transaction events.
@@ -227,6 +228,7 @@ class BinlogStream:
         """Connect, resolve the start position and begin the dump (errors surface here). With several servers: on
         the first that works (an unreachable or lagging server is skipped)."""
         failures: list[SourceConnectionError] = []
+        refused: list[SourceError] = []
         for index in range(len(self.dsn.servers)):
             try:
                 await self._start_on(index)
@@ -235,6 +237,13 @@ class BinlogStream:
                 if not self.dsn.fallbacks:
                     raise
                 failures.append(exc)
+            except SourceError as exc:
+                if not self.dsn.fallbacks:
+                    raise
+                logger.warning("%s: refused (trying the other servers): %s", self.dsn.at(index).display, exc)
+                refused.append(exc)
+        if refused:
+            raise refused[0]
         raise SourceConnectionError(
             f"{self.dsn.display}: none of the {len(failures)} servers could be read: "
             + "; ".join(str(f) for f in failures)
@@ -340,9 +349,15 @@ class BinlogStream:
             )
         if not changed and resume.file and file:
             ours, theirs = _file_order(resume.file), _file_order(file)
-            if ours is not None and theirs is not None and ours[0] == theirs[0] and (theirs[1], offset) < (
-                ours[1],
-                resume.offset,
+            if (
+                ours is not None
+                and theirs is not None
+                and ours[0] == theirs[0]
+                and (theirs[1], offset)
+                < (
+                    ours[1],
+                    resume.offset,
+                )
             ):
                 raise SourceHistoryError(
                     f"{where}: the server's binlog ends at {file}:{offset}, before this stream's position "
@@ -634,7 +649,10 @@ class BinlogStream:
                 resume,
             )
             await asyncio.sleep(delay)
-            # one round: every server once, the current one first
+            # one round: every server once, the current one first. A server refused for good (another history,
+            # errant transactions, not set up) is skipped while another may work; a round that found only such
+            # servers and unreachable ones ends the stream with the first refusal
+            refused: list[SourceError] = []
             for step in range(servers):
                 index = (old_index + step) % servers
                 try:
@@ -659,6 +677,13 @@ class BinlogStream:
                     await conn.close()
                     error = exc
                     continue
+                except SourceError as exc:
+                    await conn.close()
+                    if servers == 1:
+                        raise
+                    logger.warning("%s: refused (trying the other servers): %s", self.dsn.at(index).display, exc)
+                    refused.append(exc)
+                    continue
                 except BaseException:
                     await conn.close()
                     raise
@@ -681,3 +706,5 @@ class BinlogStream:
                 else:
                     logger.info("%s: reconnected; resuming from %s", self.dsn.at(index).display, resume)
                 return
+            if refused:
+                raise refused[0]

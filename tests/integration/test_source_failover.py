@@ -115,3 +115,31 @@ async def test_a_server_that_does_not_log_what_it_replicates_is_refused(
         primary.kill()
         with pytest.raises(PreconditionError, match=r"(replica|slave)_updates=OFF"):
             await _ids(stream, 1)
+
+
+async def test_a_refused_server_is_skipped_for_a_good_one_further_down_the_list(
+    server_kind: str, server_factory: Callable[..., MariaDBServer]
+) -> None:
+    """primary, a replica with an errant transaction, a clean replica: after the primary dies the stream refuses
+    the second (logged) and reads on from the third, exactly once."""
+    primary, errant = _pair(server_factory, server_kind)
+    options: dict[str, Any] = {"log_slave_updates": True} if server_kind == "mariadb" else {}
+    good = server_factory(server_id=3, **options)
+    good.follow(primary)
+    async with BinlogStream(_dsn(primary, errant, good), heartbeat_period=1, max_reconnect_seconds=30) as stream:
+        primary.execute(f"INSERT INTO `{DB}`.t VALUES (1, 'primary')")
+        assert await _ids(stream, 1) == [1]
+        with errant.connect() as conn, conn.cursor() as cur:
+            if server_kind == "mariadb":
+                cur.execute("SET SESSION gtid_domain_id = 7")
+            cur.execute(f"INSERT INTO `{DB}`.t VALUES (1000, 'errant')")
+        primary.execute(f"INSERT INTO `{DB}`.t VALUES (2, 'primary')")
+        assert await _ids(stream, 1) == [2]
+        errant.wait_for_gtids(primary.gtid_position())
+        good.wait_for_gtids(primary.gtid_position())
+        primary.kill()
+        good.promote()
+        good.execute(f"INSERT INTO `{DB}`.t VALUES (3, 'good')")
+        assert await _ids(stream, 1) == [3]
+        assert stream.source == f"{good.host}:{good.port}"
+        assert stream.failovers == 1
