@@ -30,7 +30,7 @@ import dataclasses
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
@@ -191,10 +191,83 @@ def source_dsn(args: argparse.Namespace, *, attr: str = "source", option: str = 
 
     ``option`` names the DSN option in messages. Raises :class:`ConfigurationError` (never showing a password).
     """
-    text = getattr(args, attr, None)
-    if not text:
+    value = getattr(args, attr, None)
+    texts = [value] if isinstance(value, str) else list(value or ())
+    if not texts:
         raise ConfigurationError(f"{option} mysql://user@host:port is required")
-    return resolve_source_password(DSN.parse(text), password_file=getattr(args, "password_file", None), option=option)
+    dsn = combine_source_dsns(texts, option=option)
+    return resolve_source_password(dsn, password_file=getattr(args, "password_file", None), option=option)
+
+
+#: What every server of one source shares: the servers of a DSN differ only in host and port.
+_SHARED_DSN_FIELDS = (
+    ("user", "the user"),
+    ("password", "the password"),
+    ("database", "the database"),
+    ("unix_socket", "unix_socket"),
+    ("ssl", "the TLS mode (ssl)"),
+    ("ssl_ca", "ssl_ca"),
+    ("ssl_cert", "ssl_cert"),
+    ("ssl_key", "ssl_key"),
+    ("connect_timeout", "connect_timeout"),
+)
+
+
+def combine_source_dsns(texts: Sequence[str], *, option: str = "--source") -> DSN:
+    """One DSN naming every server of ``texts``, in order: a repeated ``--source`` (or the list of a configuration
+    file's ``dsn``). The first is a URL (``mysql://repl@db1:3306``, itself possibly a list ``db1,db2``); each later
+    one is a URL or a bare ``host[:port]`` (``db2:3306``, ``[::1]:3307``, comma lists too). URLs must agree on
+    everything but their servers (user, password, database, TLS options, connect_timeout): one source has one
+    login, else :class:`ConfigurationError` naming the difference (never a password). See docs/ha.md, "Source
+    failover"."""
+    if not texts:
+        raise ConfigurationError(f"{option} mysql://user@host:port is required")
+    first = DSN.parse(texts[0])
+    servers = list(first.servers)
+    for i, text in enumerate(texts[1:], 2):
+        if not isinstance(text, str) or not text.strip():
+            raise ConfigurationError(f"{option} #{i} is empty: give a URL or host:port")
+        if "://" in text:
+            other = DSN.parse(text)
+            for name, what in _SHARED_DSN_FIELDS:
+                mine, theirs = getattr(first, name), getattr(other, name)
+                if mine != theirs:
+                    shown = "" if name == "password" else f" ({mine!r} and {theirs!r})"
+                    raise ConfigurationError(
+                        f"{option} #{i} ({other.display}) differs from {option} #1 ({first.display}) in {what}{shown}: "
+                        "the servers of one source are one replication topology read with one login and one set of "
+                        "options; give the same URL options (or the later servers as host:port only)"
+                    )
+            servers.extend(other.servers)
+        else:
+            try:
+                servers.extend(server_list(text))
+            except ConfigurationError as exc:
+                raise ConfigurationError(f"{option} #{i}: {exc}") from None
+    seen: set[tuple[str, int]] = set()
+    for server in servers:
+        if server in seen:
+            raise ConfigurationError(
+                f"{option} names the server {_show_server(server)} twice: list each server of the source once"
+            )
+        seen.add(server)
+    if first.unix_socket and len(servers) > 1:
+        raise ConfigurationError(
+            f"{option} #1 connects through a unix socket, which names one server: give several servers by host:port"
+        )
+    return first.with_servers(servers)
+
+
+def server_list(text: str) -> list[tuple[str, int]]:
+    """``db2:3306`` or ``db2,db3:3307`` or ``[::1]:3307`` -> [(host, port), ...] (port 3306 when left out)."""
+    from ..source._dsn import _host_port, _split_hosts
+
+    return [_host_port(item) for item in _split_hosts(text.strip())]
+
+
+def _show_server(server: tuple[str, int]) -> str:
+    host, port = server
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def target_url(args: argparse.Namespace, *, attr: str = "target", option: str = "--target") -> str:

@@ -10,6 +10,8 @@
 
     [sources.main]                            # a MySQL/MariaDB server: one binlog connection for its replicas
     dsn = "mysql://repl@db:3306"              # never a password here (see below)
+    # several servers of one replication topology, read in turn when one fails (docs/ha.md, "Source failover"):
+    # dsn = "mysql://repl@db1:3306,db2:3306"  or  dsn = ["mysql://repl@db1:3306", "db2:3306"]
     password_file = "/etc/mybinlog/repl.pw"   # or password_env = "NAME"
 
     [targets.warehouse]                       # a ClickHouse server (http://) or embedded chdb (chdb:///path)
@@ -39,9 +41,15 @@ key and the fix (a :class:`~mybinlog.ConfigurationError`; ``mybinlog replicate``
   command line's environment fallbacks apply (``MYBINLOG_PASSWORD_FILE``/``MYBINLOG_PASSWORD`` for sources,
   ``MYBINLOG_CH_PASSWORD_FILE``/``MYBINLOG_CH_PASSWORD`` for targets). Files and variables are read by
   :meth:`ReplicasConfig.source_dsn` and :meth:`ReplicasConfig.target_url` (before any replica starts).
+* A source's ``dsn`` is a URL, which may list several servers of one replication topology
+  (``mysql://repl@db1:3306,db2:3306``), or an array whose first item is a URL and whose later items are URLs or
+  bare ``host:port`` (``["mysql://repl@db1:3306", "db2:3306"]``); the URLs of an array must agree on everything but
+  their servers (user, database, TLS options), as a repeated ``--source`` must. The stream reads the first server
+  that works and moves to the next when it fails (docs/ha.md, "Source failover").
 * The settings of a source's shared connection (``max_bytes_in_binlog_dispatcher_buffer``,
-  ``max_flush_milliseconds_in_binlog_dispatcher``) belong to ``[sources.NAME]`` (defaults in ``[settings]``): one
-  connection has one value. Its stream reconnects for the largest ``source_retry_seconds`` of its replicas.
+  ``max_flush_milliseconds_in_binlog_dispatcher``, ``source_heartbeat_seconds``, ``source_idle_seconds``) belong
+  to ``[sources.NAME]`` (defaults in ``[settings]``): one connection has one value. Its stream reconnects for the
+  largest ``source_retry_seconds`` of its replicas.
 
 The model lives here, in the command line layer, rather than in :mod:`mybinlog.replication`: a program that embeds
 mybinlog builds its :class:`~mybinlog.replication.Replicator` objects (and passes them one shared
@@ -68,7 +76,13 @@ from ..replication import ReplicationSettings
 from ..sharing import DEFAULT_MAX_BYTES_IN_BINLOG_DISPATCHER_BUFFER
 from ..source._dsn import DSN
 from ..status._address import _status_address
-from ._common import read_password_file, resolve_source_password, resolve_target_url, target_url_with_password
+from ._common import (
+    combine_source_dsns,
+    read_password_file,
+    resolve_source_password,
+    resolve_target_url,
+    target_url_with_password,
+)
 
 __all__ = [
     "PasswordSource",
@@ -83,7 +97,12 @@ __all__ = [
 logger = logging.getLogger("mybinlog.cli")
 
 #: Settings of a source's shared binlog connection (the first creator of a client fixes them).
-CONNECTION_SETTINGS = ("max_bytes_in_binlog_dispatcher_buffer", "max_flush_milliseconds_in_binlog_dispatcher")
+CONNECTION_SETTINGS = (
+    "max_bytes_in_binlog_dispatcher_buffer",
+    "max_flush_milliseconds_in_binlog_dispatcher",
+    "source_heartbeat_seconds",
+    "source_idle_seconds",
+)
 _SETTING_TYPES: dict[str, Any] = typing.get_type_hints(ReplicationSettings)
 #: The ReplicationSettings fields a replica (or [settings]) may set, by name.
 REPLICA_SETTINGS = tuple(f.name for f in dataclasses.fields(ReplicationSettings) if f.name not in CONNECTION_SETTINGS)
@@ -92,7 +111,11 @@ _CONNECTION_DEFAULTS = {
     "max_bytes_in_binlog_dispatcher_buffer": DEFAULT_MAX_BYTES_IN_BINLOG_DISPATCHER_BUFFER,
     # the replicate command's default (ClickHouse's 1000 ms adds up to a second of lag)
     "max_flush_milliseconds_in_binlog_dispatcher": _DEFAULTS.max_flush_milliseconds_in_binlog_dispatcher,
+    "source_heartbeat_seconds": _DEFAULTS.source_heartbeat_seconds,
+    "source_idle_seconds": _DEFAULTS.source_idle_seconds,
 }
+#: The connection settings that are ReplicationSettings fields too (each replica of the source gets the source's).
+_REPLICA_CONNECTION_SETTINGS = tuple(k for k in CONNECTION_SETTINGS if k in _SETTING_TYPES)
 _PASSWORD_KEYS = ("password_file", "password_env", "password", "allow_inline_password")
 _SOURCE_KEYS = ("dsn", *_PASSWORD_KEYS, *CONNECTION_SETTINGS)
 _TARGET_KEYS = ("url", *_PASSWORD_KEYS)
@@ -126,6 +149,8 @@ class SourceConfig:
     password: PasswordSource
     max_bytes_in_binlog_dispatcher_buffer: int
     max_flush_milliseconds_in_binlog_dispatcher: int
+    source_heartbeat_seconds: float = _DEFAULTS.source_heartbeat_seconds
+    source_idle_seconds: float | None = None  # None: max(30, 4 * source_heartbeat_seconds)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -187,6 +212,15 @@ class ReplicasConfig:
         """How long the shared stream of ``source`` reconnects: the largest ``source_retry_seconds`` of its
         replicas (each replica still gives up on its own lock after its own)."""
         return max(r.settings.source_retry_seconds for r in self.replicas if r.source == source)
+
+    def stream_options(self, source: str) -> dict[str, Any]:
+        """The ``stream_options`` of the shared client of ``source``: it reconnects for
+        :meth:`connection_retry_seconds`, with the source's heartbeat period and idle bound (half-open detection)."""
+        spec = self.sources[source]
+        settings = ReplicationSettings(
+            source_heartbeat_seconds=spec.source_heartbeat_seconds, source_idle_seconds=spec.source_idle_seconds
+        )
+        return settings.stream_options(self.connection_retry_seconds(source))
 
 
 # --- reading -----------------------------------------------------------------------------------------------------
@@ -281,23 +315,40 @@ class _Parser:
     def source(self, name: str, body: dict[str, Any], defaults: dict[str, Any]) -> SourceConfig:
         where = _table("sources", name)
         self.check_keys(body, _SOURCE_KEYS, where, "keys of a source")
-        text = self.string(body, "dsn", where, 'dsn = "mysql://repl@db:3306"', required=True)
-        assert text is not None
-        try:
-            dsn = DSN.parse(text)
-        except ConfigurationError as exc:
-            raise self.error(f"{where} dsn", str(exc)) from None
+        dsn = self.source_dsn(body, where)
         password = self.password(body, where, dsn.password or None, "in the dsn")
-        connection: dict[str, int] = {}
+        connection: dict[str, Any] = {}
         for key in CONNECTION_SETTINGS:
             value = self.setting(body, key, where) if key in body else defaults.get(key, _CONNECTION_DEFAULTS[key])
             connection[key] = value
+        try:  # the heartbeat and idle bound checked together, as a replica's settings are
+            ReplicationSettings(**{k: connection[k] for k in _REPLICA_CONNECTION_SETTINGS})
+        except ConfigurationError as exc:
+            raise self.error(where, str(exc)) from None
         return SourceConfig(
             name=name,
             dsn=dataclasses.replace(dsn, password=""),
             password=password,
             **connection,
         )
+
+    def source_dsn(self, body: dict[str, Any], where: str) -> DSN:
+        """``dsn``: a URL (possibly listing several servers) or an array of a URL and more URLs or host:port."""
+        example = 'dsn = "mysql://repl@db:3306" (or ["mysql://repl@db1:3306", "db2:3306"])'
+        if "dsn" not in body:
+            raise self.error(where, f"dsn is missing, e.g. {example}")
+        value = body["dsn"]
+        if isinstance(value, str):
+            texts = [value]
+        elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            texts = value
+        else:
+            raise self.error(f"{where} dsn", f"expected a string or a non-empty array of strings, e.g. {example}; "
+                             f"got {_shown(value)}")  # fmt: skip
+        try:
+            return combine_source_dsns(texts, option="dsn")
+        except ConfigurationError as exc:
+            raise self.error(f"{where} dsn", str(exc)) from None
 
     def target(self, name: str, body: dict[str, Any]) -> TargetConfig:
         where = _table("targets", name)
@@ -461,10 +512,9 @@ class _Parser:
         for key in REPLICA_SETTINGS:
             if key in body:
                 values[key] = self.setting(body, key, where)
-        # the connection's value (the client is created with it; the replicator only reads it without a client)
-        values["max_flush_milliseconds_in_binlog_dispatcher"] = sources[
-            source
-        ].max_flush_milliseconds_in_binlog_dispatcher
+        # the connection's values (the client is created with them; the replicator only reads them without a client)
+        for key in _REPLICA_CONNECTION_SETTINGS:
+            values[key] = getattr(sources[source], key)
         try:
             settings = ReplicationSettings(**values)
         except ConfigurationError as exc:
@@ -543,7 +593,7 @@ class _Parser:
         return kind(value)
 
     def setting(self, body: Mapping[str, Any], key: str, where: str) -> Any:
-        kind = int if key in CONNECTION_SETTINGS else _SETTING_TYPES.get(key)
+        kind = _SETTING_TYPES.get(key, int)  # the dispatcher buffer, not a replica setting, is a whole number
         options = [k for k in typing.get_args(kind) if k is not type(None)]
         if len(options) == 1:  # X | None: TOML has no None, so the key is X (left out: the default)
             kind = options[0]

@@ -55,8 +55,11 @@ def _build_parser(plugins: bool = True) -> argparse.ArgumentParser:
     src.add_argument("--file", nargs="+", metavar="PATH", help="binlog file(s), read in the order given")
     src.add_argument(
         "--dsn",
+        action="append",
         metavar="URL",
-        help="mysql://user@host:port; the password from --password-file, MYBINLOG_PASSWORD_FILE or "
+        help="mysql://user@host:port (repeatable, later ones may be host:port, or a list db1:3306,db2:3306: the "
+        "servers of one topology, read in turn when one fails); the password from --password-file, "
+        "MYBINLOG_PASSWORD_FILE or "
         "MYBINLOG_PASSWORD (in the URL, `ps` shows it to every user)",
     )
     add_source_arguments(dump)

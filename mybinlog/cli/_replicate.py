@@ -45,9 +45,12 @@ def register(sub: Any) -> None:
     )
     rep.add_argument(
         "--source",
+        action="append",
         metavar="DSN",
-        help="mysql://user@host:port (required without --config); the password from --password-file, "
-        "MYBINLOG_PASSWORD_FILE or MYBINLOG_PASSWORD (in the URL, `ps` shows it to every user)",
+        help="mysql://user@host:port (required without --config); repeat it (later ones may be host:port) or list "
+        "mysql://user@db1:3306,db2:3306 for the other servers of one replication topology, read in turn when one "
+        "fails (docs/ha.md, 'Source failover'); the password from --password-file, MYBINLOG_PASSWORD_FILE or "
+        "MYBINLOG_PASSWORD (in the URL, `ps` shows it to every user)",
     )
     add_source_arguments(rep)
     rep.add_argument(
@@ -104,6 +107,21 @@ def register(sub: Any) -> None:
         metavar="S",
         help="reconnect to an unreachable source for up to S seconds before giving up with exit code "
         f"{EXIT_UNAVAILABLE} (default 300)",
+    )
+    rep.add_argument(
+        "--source-heartbeat-seconds",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="the source sends a heartbeat this often while it has nothing to send (default 5)",
+    )
+    rep.add_argument(
+        "--source-idle-seconds",
+        type=float,
+        default=None,
+        metavar="S",
+        help="no byte at all (no event, no heartbeat) for this long: the connection is dead (half-open), the next "
+        "server is tried (default max(30, 4 x --source-heartbeat-seconds))",
     )
     rep.add_argument(
         "--standby",
@@ -347,6 +365,8 @@ async def _replicas_of_flags(args: argparse.Namespace, stop: asyncio.Event) -> t
         initial_load=args.initial_load,
         target_retry_seconds=args.target_retry_seconds,
         source_retry_seconds=args.source_retry_seconds,
+        source_heartbeat_seconds=args.source_heartbeat_seconds,
+        source_idle_seconds=args.source_idle_seconds,
         standby=args.standby,
         lease_seconds=args.lease_seconds,
     )
@@ -457,10 +477,7 @@ async def _replicas_of_config(args: argparse.Namespace, stop: asyncio.Event) -> 
             dsn,
             max_bytes_in_binlog_dispatcher_buffer=source.max_bytes_in_binlog_dispatcher_buffer,
             max_flush_milliseconds_in_binlog_dispatcher=source.max_flush_milliseconds_in_binlog_dispatcher,
-            stream_options={
-                "max_reconnect_attempts": 1_000_000,
-                "max_reconnect_seconds": config.connection_retry_seconds(name),
-            },
+            stream_options=config.stream_options(name),  # reconnects, heartbeats, the half-open bound
         )
     replicators = [
         Replicator(

@@ -43,8 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser, *, spark_submit: bool = False
         "--dsn",
         dest="source",
         required=True,
+        action="append",
         metavar="DSN",
-        help="mysql://user@host:port[/database]; the password from --password-file, MYBINLOG_PASSWORD_FILE or "
+        help="mysql://user@host:port[/database] (repeatable, or a list db1:3306,db2:3306: the servers of one "
+        "topology, the first that answers is read); the password from --password-file, MYBINLOG_PASSWORD_FILE or "
         "MYBINLOG_PASSWORD (in the URL, `ps` shows it to every user)",
     )
     add_source_arguments(src)

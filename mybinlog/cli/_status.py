@@ -50,8 +50,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument(
         "--dsn",
+        action="append",
         metavar="URL",
-        help="mysql://user@host:port: show the server's side (the password from --password-file, "
+        help="mysql://user@host:port: show the server's side (repeatable or a list db1:3306,db2:3306: the first "
+        "that answers; the password from --password-file, "
         "MYBINLOG_PASSWORD_FILE or MYBINLOG_PASSWORD; in the URL, `ps` shows it to every user)",
     )
     add_source_arguments(parser)

@@ -44,8 +44,10 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
         "--dsn",
         dest="source",
         required=True,
+        action="append",
         metavar="DSN",
-        help="the MySQL/MariaDB source, mysql://user@host:port[/database]; the password from --password-file, "
+        help="the MySQL/MariaDB source, mysql://user@host:port[/database] (repeatable, or a list db1:3306,db2:3306: "
+        "the servers of one topology, the first that answers is read); the password from --password-file, "
         "MYBINLOG_PASSWORD_FILE or MYBINLOG_PASSWORD (in the URL, `ps` shows it to every user)",
     )
     _cli_common.add_source_arguments(parser)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import ConfigurationError
 from . import _chschema
@@ -10,6 +11,8 @@ from ._checkpoint import DEFAULT_META_DATABASE
 from ._watch import BinlogCheck
 
 __all__ = ["ReplicaStatus", "ReplicationSettings"]
+
+_MAX_HEARTBEAT_SECONDS = 4_294_967  # the largest heartbeat period the servers take (an unsigned 32-bit in ms)
 
 
 @dataclass
@@ -20,6 +23,13 @@ class ReplicationSettings:
     pass) is retried, restarting from the checkpoint with backoff, before the replicator gives up
     (:class:`TargetUnavailableError`). ``source_retry_seconds``: how long the source may stay unreachable (the
     binlog stream and the replica lock reconnect meanwhile) before it gives up with the position to resume from.
+
+    ``source_heartbeat_seconds``: the heartbeat period asked of the source (it sends a heartbeat event this often
+    while it has nothing to send). ``source_idle_seconds``: no byte at all (no event, no heartbeat) for this long
+    means the connection is dead (a half-open connection to a server that vanished without closing it): it is
+    dropped and the next server of the source is tried (default ``max(30, 4 * source_heartbeat_seconds)``;
+    docs/ha.md, "Source failover"). Both are settings of the source's binlog connection: with a shared client, the
+    first creator fixes them.
 
     ``standby``: when another process writes the replica, wait for its lock instead of failing with
     :class:`ReplicaLockedError`, then take over from the checkpoint (docs/ha.md). ``lease_seconds``: the replica
@@ -42,6 +52,8 @@ class ReplicationSettings:
     initial_load: str = "auto"  # "auto": copy existing tables when there is no checkpoint; "none": stream only
     target_retry_seconds: float = 300.0
     source_retry_seconds: float = 300.0
+    source_heartbeat_seconds: float = 5.0
+    source_idle_seconds: float | None = None  # None: max(30, 4 * source_heartbeat_seconds)
     standby: bool = False
     lease_seconds: float = 15.0
     source_check_seconds: float = 10.0  # binlog purge risk and bytes behind: read every this often (_watch.py)
@@ -78,6 +90,35 @@ class ReplicationSettings:
         ):
             if getattr(self, name) < 0:
                 raise ConfigurationError(f"{name} must be >= 0")
+        if not 0 < self.source_heartbeat_seconds <= _MAX_HEARTBEAT_SECONDS:
+            raise ConfigurationError(
+                f"source_heartbeat_seconds must be above 0 and at most {_MAX_HEARTBEAT_SECONDS} (got "
+                f"{self.source_heartbeat_seconds:g}): the heartbeats are what tells a quiet source from a dead one"
+            )
+        if self.source_idle_seconds is not None and not self.source_idle_seconds > self.source_heartbeat_seconds:
+            raise ConfigurationError(
+                f"source_idle_seconds ({self.source_idle_seconds:g}) must be longer than source_heartbeat_seconds "
+                f"({self.source_heartbeat_seconds:g}), else a quiet but healthy source counts as dead between two "
+                "heartbeats; leave it out for max(30, 4 * source_heartbeat_seconds)"
+            )
+
+    @property
+    def idle_seconds(self) -> float:
+        """``source_idle_seconds``, or its default ``max(30, 4 * source_heartbeat_seconds)``."""
+        if self.source_idle_seconds is not None:
+            return self.source_idle_seconds
+        return max(30.0, 4 * self.source_heartbeat_seconds)
+
+    def stream_options(self, retry_seconds: float | None = None) -> dict[str, Any]:
+        """The options of the replica's :class:`~mybinlog.BinlogStream` (the shared client's ``stream_options``):
+        reconnects for ``retry_seconds`` (default ``source_retry_seconds``), the heartbeat period and the idle
+        bound of the half-open detection."""
+        return {
+            "max_reconnect_attempts": 1_000_000,
+            "max_reconnect_seconds": self.source_retry_seconds if retry_seconds is None else retry_seconds,
+            "heartbeat_period": self.source_heartbeat_seconds,
+            "idle_timeout": self.idle_seconds,
+        }
 
 
 @dataclass
@@ -105,3 +146,8 @@ class ReplicaStatus:
     idle_at: float | None = None  # unix time the stream last had nothing to write (for the lag, see _observe.py)
     checkpoint_time: float | None = None  # unix time this process last saved a checkpoint
     binlog_check: BinlogCheck | None = None  # the last binlog purge risk check (_watch.py)
+    # the server being read and the source failovers (docs/ha.md "Source failover"; observed in _observe.py)
+    source_server: str | None = None  # host:port the binlog is read from now
+    source_server_id: int | None = None  # its server_id (None before the first connection to it)
+    source_failovers: int = 0  # moves of the binlog connection to another server of the source
+    last_source_failover: str | None = None  # why the last one happened

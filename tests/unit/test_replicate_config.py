@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from mybinlog.cli import _common as common
-from mybinlog.cli._config import ReplicasConfig, load_config, parse_config
+from mybinlog.cli._config import CONNECTION_SETTINGS, ReplicasConfig, load_config, parse_config
 from mybinlog.cli._main import main
 from mybinlog.errors import ConfigurationError
 from mybinlog.replication import ReplicationSettings
@@ -201,8 +201,8 @@ def test_every_replication_setting_can_be_set_by_its_name() -> None:
         "target_retry_seconds": ("12.5", 12.5),
         "source_retry_seconds": ("13", 13.0),
     }
-    names = [f.name for f in dataclasses.fields(ReplicationSettings)]
-    names.remove("max_flush_milliseconds_in_binlog_dispatcher")  # the source's (test_errors_...)
+    # the connection's settings are the source's (test_errors_..., test_connection_settings_...)
+    names = [f.name for f in dataclasses.fields(ReplicationSettings) if f.name not in CONNECTION_SETTINGS]
     lines = "\n".join(f"{name} = {values[name][0] if name in values else _default_text(name)}" for name in names)
     settings = _parse(ONE_OF_EACH + f'[replicas.shop]\ndatabase = "shop"\n{lines}\n').replicas[0].settings
     for name, (_, expected) in values.items():
@@ -492,3 +492,95 @@ def test_without_a_configuration_source_and_database_are_required(capsys: pytest
     assert "--source mysql://user@host:port is required" in capsys.readouterr().err
     assert main(["replicate", "--source", "mysql://repl@127.0.0.1:1"]) == 2
     assert "--database is required (or --config FILE" in capsys.readouterr().err
+
+
+# --- several servers of one source, and the half-open bound (docs/ha.md, "Source failover") -----------------------
+
+
+@pytest.mark.parametrize(
+    "dsn",
+    [
+        '"mysql://repl@db1:3306,db2:3307,[::1]:3308"',
+        '["mysql://repl@db1:3306", "db2:3307", "[::1]:3308"]',
+        '["mysql://repl@db1:3306", "mysql://repl@db2:3307,[::1]:3308"]',
+    ],
+    ids=["comma-list", "array-of-url-and-hosts", "array-of-urls"],
+)
+def test_a_source_names_several_servers(dsn: str) -> None:
+    config = _parse(_BASE.replace('"mysql://repl@db:3306"', dsn))
+    source = config.sources["main"].dsn
+    assert source.servers == (("db1", 3306), ("db2", 3307), ("::1", 3308))
+    assert source.user == "repl"
+    assert config.source_dsn("main", environ={"REPL_PW": "pw"}).servers == source.servers
+
+
+@pytest.mark.parametrize(
+    ("dsn", "expected"),
+    [
+        ('["mysql://repl@db1:3306", "mysql://other@db2:3306"]', ["dsn #2", "differs from dsn #1", "the user"]),
+        ('["mysql://repl@db1/shop", "mysql://repl@db2/crm"]', ["dsn #2", "the database", "'shop'", "'crm'"]),
+        ('["mysql://repl@db1", "mysql://repl@db2?ssl=required"]', ["dsn #2", "the TLS mode (ssl)"]),
+        ('["mysql://repl@db1:3306", "db1:3306"]', ["dsn", "db1:3306 twice"]),
+        ('["mysql://repl@db1", "db2:notaport"]', ["dsn #2", "malformed"]),
+        ('["mysql://repl@db1", ""]', ["dsn #2 is empty"]),
+        ("[]", ["[sources.main] dsn", "a non-empty array of strings"]),
+        ('["mysql://repl@db1", 3]', ["[sources.main] dsn", "a non-empty array of strings", "a list"]),
+        ("3306", ["[sources.main] dsn", "expected a string", "a number"]),
+    ],
+)
+def test_a_source_whose_servers_disagree_is_refused(dsn: str, expected: list[str]) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        _parse(_BASE.replace('"mysql://repl@db:3306"', dsn))
+    message = str(info.value)
+    assert message.startswith("replicas.toml: [sources.main] dsn"), message
+    for part in expected:
+        assert part in message, f"{part!r} not in: {message}"
+
+
+def test_a_password_in_a_later_url_of_the_array_is_not_shown() -> None:
+    with pytest.raises(ConfigurationError) as info:
+        _parse(_BASE.replace('"mysql://repl@db:3306"', '["mysql://repl@db1", "mysql://repl:hunter2@db2"]'))
+    assert "the password" in str(info.value)
+    assert "hunter2" not in str(info.value)
+
+
+def test_connection_settings_of_a_source_reach_its_stream_and_replicas() -> None:
+    text = (
+        ONE_OF_EACH.replace('password_env = "REPL_PW"', 'password_env = "REPL_PW"\nsource_heartbeat_seconds = 2')
+        + '[sources.other]\ndsn = "mysql://repl@db9"\nsource_idle_seconds = 45\n'
+        + "[settings]\nsource_retry_seconds = 60\n"
+        + '[replicas.shop]\ndatabase = "shop"\nsource = "main"\n'
+        + '[replicas.crm]\ndatabase = "crm"\nsource = "other"\n'
+    )
+    config = _parse(text)
+    assert config.stream_options("main") == {
+        "max_reconnect_attempts": 1_000_000,
+        "max_reconnect_seconds": 60.0,
+        "heartbeat_period": 2.0,
+        "idle_timeout": 30.0,  # max(30, 4 x 2)
+    }
+    assert config.stream_options("other")["heartbeat_period"] == 5.0
+    assert config.stream_options("other")["idle_timeout"] == 45.0
+    shop, crm = config.replicas
+    assert (shop.settings.source_heartbeat_seconds, shop.settings.source_idle_seconds) == (2.0, None)
+    assert (crm.settings.source_heartbeat_seconds, crm.settings.source_idle_seconds) == (5.0, 45.0)
+
+
+@pytest.mark.parametrize(
+    ("where", "line", "expected"),
+    [
+        ("replica", "source_idle_seconds = 60", ["[replicas.shop]", "shared binlog connection", "[sources.NAME]"]),
+        ("source", "source_idle_seconds = 4", ["[sources.main]", "source_idle_seconds (4)", "longer than"]),
+        ("source", "source_heartbeat_seconds = 0", ["[sources.main]", "source_heartbeat_seconds must be above 0"]),
+        ("source", "source_idle_seconds = 'long'", ["[sources.main] source_idle_seconds", "a number"]),
+    ],
+)
+def test_connection_settings_errors(where: str, line: str, expected: list[str]) -> None:
+    if where == "replica":
+        text = _BASE + line + "\n"
+    else:
+        text = _BASE.replace('password_env = "REPL_PW"', f'password_env = "REPL_PW"\n{line}')
+    with pytest.raises(ConfigurationError) as info:
+        _parse(text)
+    for part in expected:
+        assert part in str(info.value), f"{part!r} not in: {info.value}"
