@@ -507,8 +507,9 @@ async def _replicas_of_config(args: argparse.Namespace, stop: asyncio.Event) -> 
 
 
 def _status_dict(r: Any) -> dict[str, Any]:
-    from ..replication._observe import is_leader
+    from ..replication._observe import is_leader, observe_source
 
+    observe_source(r)  # the server being read and the source failovers
     s = r.status
     return {
         "replica": s.replica,
@@ -526,6 +527,10 @@ def _status_dict(r: Any) -> dict[str, Any]:
         "stopped_tables": s.stopped_tables,
         "retries": s.retries,
         "detaches": s.detaches,
+        "source_server": s.source_server,
+        "source_server_id": s.source_server_id,
+        "source_failovers": s.source_failovers,
+        "last_source_failover": s.last_source_failover,
         "load_rows": s.load_rows,
         "error": s.error,
     }

@@ -124,7 +124,7 @@ async def server_facts(dsn: DSN) -> dict[str, Any]:
     try:
         info = conn.info
         facts: dict[str, Any] = {
-            "server": dsn.display,
+            "server": conn.dsn.display,  # with several servers, the one that answered
             "flavor": info.flavor,
             "version": info.version_string,
             "server_id": info.server_id,
@@ -170,9 +170,7 @@ async def server_facts(dsn: DSN) -> dict[str, Any]:
         await conn.close()
 
 
-_DUMPS = (
-    "SELECT ID, USER, HOST, COMMAND, TIME, STATE FROM {processlist} WHERE COMMAND LIKE 'Binlog Dump%' ORDER BY ID"
-)
+_DUMPS = "SELECT ID, USER, HOST, COMMAND, TIME, STATE FROM {processlist} WHERE COMMAND LIKE 'Binlog Dump%' ORDER BY ID"
 
 
 async def _binlog_dumps(conn: BinlogConnection, flavor: str) -> list[tuple[Any, ...]]:
@@ -234,6 +232,20 @@ def _print_process(doc: dict[str, Any], columns: Sequence[str], fmt: str, out: T
         out.write(f"# warning: the status file is stale ({age:.0f} s old): is the process still running?\n")
     if rows:
         out.write((render_vertical(rows, columns) if fmt == "vertical" else render_table(rows, columns)) + "\n")
+    for rep in doc.get("replicas") or []:
+        out.write(_replica_line(rep) + "\n")
+
+
+def _replica_line(rep: dict[str, Any]) -> str:
+    """``# replica shop: streaming, source db2:3306 (server_id 2), 1 source failover(s) (last: ...)``."""
+    server = rep.get("source_server") or "?"
+    if rep.get("source_server_id") is not None:
+        server += f" (server_id {rep['source_server_id']})"
+    line = f"# replica {rep.get('replica')}: {rep.get('state')}, source {server}"
+    line += f", {rep.get('source_failovers') or 0} source failover(s)"
+    if rep.get("last_source_failover"):
+        line += f" (last: {rep['last_source_failover']})"
+    return line
 
 
 def _print_server(facts: dict[str, Any], fmt: str, out: TextIO) -> None:

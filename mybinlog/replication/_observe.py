@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._replicator import Replicator
 
-__all__ = ["count_batch", "count_rows", "is_leader", "replica_snapshot"]
+__all__ = ["count_batch", "count_rows", "is_leader", "observe_source", "replica_snapshot"]
 
 progress_logger = logging.getLogger("mybinlog.progress")
 
@@ -63,6 +63,24 @@ def is_leader(r: Replicator) -> bool:
     return lease is None or (lease.failure is None and not lease.maybe_expired())
 
 
+def observe_source(r: Replicator) -> None:
+    """Update the replica status's source fields from its binlog connection: ``source_server`` (``host:port``
+    read now) and ``source_server_id`` from the dispatcher serving its consumer (its :class:`~mybinlog.BinlogStream`),
+    ``source_failovers`` and ``last_source_failover`` from its client's totals (every dispatcher it ran, so the count
+    never goes back when the consumer is reopened on another dispatcher). See docs/ha.md, "Source failover"."""
+    s = r.status
+    binlog = r.binlog
+    dispatcher = binlog.dispatcher if binlog is not None else None
+    if dispatcher is not None and dispatcher.source_server:
+        s.source_server = dispatcher.source_server
+        s.source_server_id = dispatcher.source_server_id
+    client = getattr(r, "client", None)  # the replica's shared client, once it made or was given one
+    if client is not None:
+        stats = client.statistics()
+        s.source_failovers = max(s.source_failovers, stats.failovers)
+        s.last_source_failover = stats.last_failover or s.last_source_failover
+
+
 def replica_snapshot(r: Replicator, now: float | None = None) -> dict[str, Any]:
     """The replica's status as a dict (every :class:`ReplicaStatus` field, the source check flattened) plus
     ``lag_seconds`` computed now (see the module docstring; the stored value once it stopped), ``connected``
@@ -70,6 +88,7 @@ def replica_snapshot(r: Replicator, now: float | None = None) -> dict[str, Any]:
     ``checkpoint_timestamp``."""
     s = r.status
     now = time.time() if now is None else now
+    observe_source(r)
     # copied field by field (dataclasses.asdict recurses into every table's counters: 10x slower with thousands)
     out = {f.name: getattr(s, f.name) for f in dataclasses.fields(s)}
     out["stopped_tables"] = dict(s.stopped_tables)

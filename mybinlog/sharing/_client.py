@@ -118,7 +118,8 @@ class BinlogClient:
         self._window: deque[_Item] = deque()
         self._window_bytes = 0
         # the counters of the dispatchers that stopped (statistics() adds the running ones)
-        self._retired: list[float] = [0, 0, 0, 0, 0, 0, 0.0]
+        self._retired: list[float] = [0, 0, 0, 0, 0, 0, 0.0, 0]
+        self._last_failover: str | None = None  # of the dispatchers that stopped
 
     def __repr__(self) -> str:
         return f"<BinlogClient {self.name} dispatchers={len(self._dispatchers)} consumers={len(self._consumers)}>"
@@ -316,6 +317,7 @@ class BinlogClient:
     def _dispatcher_done(self, d: BinlogEventsDispatcher) -> None:
         if d in self._dispatchers:
             self._retired = [a + b for a, b in zip(self._retired, _counters(d), strict=True)]
+            self._last_failover = d.last_failover or self._last_failover
         with contextlib.suppress(ValueError):
             self._dispatchers.remove(d)
         if not self._consumers and not self._dispatchers and self._factory is not None:
@@ -355,7 +357,8 @@ class BinlogClient:
         running = self.dispatchers
         for d in self._dispatchers:
             totals = [a + b for a, b in zip(totals, _counters(d), strict=True)]
-        events, nbytes, reconnects, merges, detaches, waits, wait_seconds = totals
+        events, nbytes, reconnects, merges, detaches, waits, wait_seconds, failovers = totals
+        reasons = [d.last_failover for d in self._dispatchers if d.last_failover]
         return BinlogClientStatistics(
             name=self.name,
             dispatchers=len(running),
@@ -368,6 +371,8 @@ class BinlogClient:
             detaches=int(detaches),
             queue_waits=int(waits),
             queue_wait_seconds=float(wait_seconds),
+            failovers=int(failovers),
+            last_failover=reasons[-1] if reasons else self._last_failover,
         )
 
     async def aclose(self) -> None:
@@ -403,6 +408,7 @@ def _counters(d: BinlogEventsDispatcher) -> tuple[float, ...]:
         d.detaches,
         d.queue_waits,
         d.queue_wait_seconds,
+        d.failovers,
     )
 
 

@@ -16,7 +16,7 @@ from collections.abc import Collection
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DecodeError
+from ..errors import DecodeError, MybinlogError
 from ..protocol._events import Event, GtidEvent, MariadbGtidEvent, RotateEvent, RowsEvent, TransactionPayloadEvent
 from ..protocol._gtid import GtidSet, can_attach
 from ..protocol._position import BinlogPosition, PositionTracker
@@ -99,6 +99,9 @@ class BinlogEventsDispatcher:
         self._stopping = False
         self.stopped = False
         self._reconnects = 0  # of the source, kept when it is closed
+        self._failovers = 0  # moves of the source to another server (BinlogStream.failovers), kept when closed
+        self._last_failover: str | None = None
+        self._server_seen: tuple[str, int | None] = ("", None)  # (host:port, its server_id) last seen connected
         self._last_flush = time.monotonic()
         clock = client._clock
         self._read_events = _Rate(clock)
@@ -145,6 +148,44 @@ class BinlogEventsDispatcher:
         if self._source is None:
             return self._reconnects
         return int(getattr(self._source, "reconnects", 0))
+
+    @property
+    def failovers(self) -> int:
+        """Moves of its source to another server so far (a :class:`~mybinlog.BinlogStream`'s ``failovers``; 0 for
+        other sources)."""
+        if self._source is None:
+            return self._failovers
+        return int(getattr(self._source, "failovers", 0))
+
+    @property
+    def last_failover(self) -> str | None:
+        """Why its source last moved to another server (``BinlogStream.last_failover``), or None."""
+        if self._source is None:
+            return self._last_failover
+        reason = getattr(self._source, "last_failover", None)
+        return reason if isinstance(reason, str) else None
+
+    @property
+    def source_server(self) -> str:
+        """``host:port`` of the server its source reads (``BinlogStream.source``; "" when unknown or stopped)."""
+        server = getattr(self._source, "source", "") if self._source is not None else ""
+        return server if isinstance(server, str) else ""
+
+    @property
+    def source_server_id(self) -> int | None:
+        """The ``server_id`` of the server its source reads (``BinlogStream.server``; kept while it reconnects to
+        the same server), or None before it connected to it."""
+        server = self.source_server
+        try:
+            info = getattr(self._source, "server", None) if self._source is not None else None
+        except MybinlogError:  # not connected now (reconnecting): the id seen last on this server, if any
+            info = None
+        server_id = getattr(info, "server_id", None)
+        if isinstance(server_id, int) and not isinstance(server_id, bool):
+            self._server_seen = (server, server_id)
+            return server_id
+        seen_server, seen_id = self._server_seen
+        return seen_id if seen_server == server and server else None
 
     # -- lifecycle --------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -200,6 +241,7 @@ class BinlogEventsDispatcher:
         self._stopping = True
         self.stopped = True
         self._reconnects = self.reconnects
+        self._failovers, self._last_failover = self.failovers, self.last_failover
         source, self._source = self._source, None
         if source is not None:
             try:
@@ -725,6 +767,7 @@ class BinlogEventsDispatcher:
             self._flush_events.per_sec(),
             self._flush_bytes.per_sec(),
         )
+        server = self.source_server
         rows: list[BinlogStatus] = []
         for c in self._consumers:
             pos = c.position
@@ -750,6 +793,7 @@ class BinlogEventsDispatcher:
                     dispatcher_bytes_read_per_sec=rates[1],
                     dispatcher_events_flush_per_sec=rates[2],
                     dispatcher_bytes_flush_per_sec=rates[3],
+                    dispatcher_source_server=server,
                 )
             )
         return rows

@@ -17,7 +17,9 @@ __all__ = ["BinlogClientStatistics", "BinlogStatus"]
 
 
 class BinlogStatus(TypedDict):
-    """One row per live consumer, with exactly the columns of ClickHouse's ``system.mysql_binlogs``."""
+    """One row per live consumer, with the columns of ClickHouse's ``system.mysql_binlogs`` and, last, mybinlog's
+    ``dispatcher_source_server``: ``host:port`` of the server the dispatcher reads (with several servers of one
+    source, the one it is on; docs/ha.md, "Source failover")."""
 
     binlog_client_name: str
     name: str
@@ -38,6 +40,7 @@ class BinlogStatus(TypedDict):
     dispatcher_bytes_read_per_sec: float
     dispatcher_events_flush_per_sec: float
     dispatcher_bytes_flush_per_sec: float
+    dispatcher_source_server: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +71,10 @@ class BinlogClientStatistics:
     """Times a dispatcher waited for room in a full consumer queue."""
     queue_wait_seconds: float
     """How long those waits took in all."""
+    failovers: int = 0
+    """Moves of the upstream connections to another server of the source (source failover, docs/ha.md)."""
+    last_failover: str | None = None
+    """Why the last move happened (``BinlogStream.last_failover``), or None."""
 
 
 class _Rate:

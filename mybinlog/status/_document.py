@@ -16,7 +16,8 @@ __all__ = ["STATUS_COLUMNS", "STATUS_FORMAT", "StatusSource", "status_document"]
 
 STATUS_FORMAT: Final = "mybinlog-status/1"
 STATUS_COLUMNS: Final[tuple[str, ...]] = tuple(BinlogStatus.__annotations__)
-"""The 19 columns of a status row, in ClickHouse's ``system.mysql_binlogs`` order."""
+"""The columns of a status row: ClickHouse's ``system.mysql_binlogs`` (19, in its order), then mybinlog's
+``dispatcher_source_server`` (the server the dispatcher reads; docs/ha.md, "Source failover")."""
 
 StatusSource = Callable[[], Sequence[Mapping[str, Any]]]
 """What gives the rows of a document (e.g. ``BinlogClientFactory.status``)."""

@@ -45,9 +45,7 @@ METRICS: Final[tuple[MetricSpec, ...]] = (
     MetricSpec("mybinlog_build_info", "gauge", "Always 1; the mybinlog version in its label.", ("version",)),
     # the shared binlog connections (sharing layer), per client (user@host:port)
     MetricSpec("mybinlog_binlog_dispatchers", "gauge", "Dispatchers running (one source connection each).", _C),
-    MetricSpec(
-        "mybinlog_binlog_connected_dispatchers", "gauge", "Dispatchers whose source connection is up now.", _C
-    ),
+    MetricSpec("mybinlog_binlog_connected_dispatchers", "gauge", "Dispatchers whose source connection is up now.", _C),
     MetricSpec("mybinlog_binlog_consumers", "gauge", "Live consumers of the client.", _C),
     MetricSpec("mybinlog_binlog_read_events_total", "counter", "Binlog events read from the source.", _C),
     MetricSpec("mybinlog_binlog_read_bytes_total", "counter", "Bytes of binlog events read from the source.", _C),
@@ -66,6 +64,19 @@ METRICS: Final[tuple[MetricSpec, ...]] = (
     ),
     MetricSpec(
         "mybinlog_binlog_queue_wait_seconds_total", "counter", "Seconds dispatchers spent waiting for queue room.", _C
+    ),
+    # source failover: the server each connection reads, and the moves to another server of the source
+    MetricSpec(
+        "mybinlog_source_failovers_total",
+        "counter",
+        "Moves of the client's binlog connections to another server of the source (source failover).",
+        _C,
+    ),
+    MetricSpec(
+        "mybinlog_source_server_info",
+        "gauge",
+        "Always 1; the server (host:port and server_id) each dispatcher's binlog connection reads now in its labels.",
+        ("client", "dispatcher", "server", "server_id"),
     ),
     # each consumer's queue
     MetricSpec("mybinlog_consumer_queue_bytes", "gauge", "Bytes of events queued for the consumer, not read yet.", _Q),
@@ -100,6 +111,12 @@ METRICS: Final[tuple[MetricSpec, ...]] = (
     MetricSpec("mybinlog_replica_ready", "gauge", "1 when the replica is ready (what /readyz checks), else 0.", _R),
     MetricSpec(
         "mybinlog_replica_source_connected", "gauge", "1 when the replica's binlog connection is up, else 0.", _R
+    ),
+    MetricSpec(
+        "mybinlog_replica_source_info",
+        "gauge",
+        "Always 1; the server (host:port and server_id) the replica's binlog is read from now in its labels.",
+        (*_R, "server", "server_id"),
     ),
     MetricSpec(
         "mybinlog_replica_lag_seconds",
@@ -241,7 +258,12 @@ class MetricsCollector:
                 ("queue_wait_seconds_total", st.queue_wait_seconds),
             ):
                 out[f"mybinlog_binlog_{name}"].append((c, float(value)))
+            out["mybinlog_source_failovers_total"].append((c, float(st.failovers)))
             for d in client.dispatchers:
+                if d.source_server:
+                    server_id = d.source_server_id
+                    labels = (client.name, d.name, d.source_server, "" if server_id is None else str(server_id))
+                    out["mybinlog_source_server_info"].append((labels, 1.0))
                 for consumer in d.consumers:
                     q = client.name, consumer.name, d.name
                     cs = consumer.statistics()
@@ -272,6 +294,9 @@ class MetricsCollector:
         put("ready", 1 if replica_ready(rep, self.ready_max_lag_seconds)[0] else 0)
         if rep.get("connected") is not None:
             put("source_connected", 1 if rep["connected"] else 0)
+        if rep.get("source_server"):
+            server_id = rep.get("source_server_id")
+            put("source_info", 1, (name, str(rep["source_server"]), "" if server_id is None else str(server_id)))
         put("lag_seconds", rep.get("lag_seconds"))
         put("lag_bytes", rep.get("lag_bytes"))
         for metric, key in (
@@ -351,4 +376,3 @@ def render_metrics(
     prom.PlatformCollector(registry=registry)
     encoder, content_type = prom.exposition.choose_encoder(accept)  # the text format, or what Accept prefers
     return encoder(registry), str(content_type)
-

@@ -4,8 +4,9 @@ access beyond the status server itself.
 
 Every second it fetches ``status`` (the JSON document), ``history`` (the server's ring of one sample per second) and
 ``readyz`` from where it was loaded, and redraws: a table of replicas (state, leader, position, lag in seconds and
-bytes, rows and transactions per second, checkpoint age, binlog purge risk, stopped tables), a table of consumers
-(position, the dispatcher's position and read rates, queue fill) and an SVG chart of the lag over the minutes the
+bytes, rows and transactions per second, checkpoint age, binlog purge risk, stopped tables, the source server being
+read with its failovers and the reason of the last one), a table of consumers (position, the dispatcher's position,
+the server it reads and its read rates, queue fill) and an SVG chart of the lag over the minutes the
 server keeps. Each chart line carries ``data-points`` (its number of points), which the browser test reads.
 """
 
@@ -69,13 +70,14 @@ _HTML = r"""<!doctype html>
     <table id="replicas"><thead><tr>
       <th>replica</th><th>state</th><th>role</th><th>position</th><th>lag</th><th>behind</th><th>rows/s</th>
       <th>txn/s</th><th>rows written</th><th>checkpoint age</th><th>binlog purge risk</th><th>stopped tables</th>
+      <th>source server</th><th>source failovers</th>
     </tr></thead><tbody></tbody></table>
   </section>
   <section>
     <h2>Consumers</h2>
     <table id="consumers"><thead><tr>
       <th>client</th><th>consumer</th><th>position</th><th>dispatcher</th><th>dispatcher position</th>
-      <th>queue</th><th>events read/s</th><th>bytes read/s</th>
+      <th>source server</th><th>queue</th><th>events read/s</th><th>bytes read/s</th>
     </tr></thead><tbody></tbody></table>
   </section>
 </main>
@@ -198,6 +200,12 @@ function render(doc, history, ready) {
     const riskEl = el("span", risk, "badge " + riskCls);
     if (r.binlog_purge_reason) riskEl.title = r.binlog_purge_reason;
     const stopped = Object.keys(r.stopped_tables || {});
+    const failovers = r.source_failovers || 0;
+    const failoverEl = el("span");
+    failoverEl.appendChild(el("span", String(failovers), "badge " + (failovers ? "warn" : "")));
+    if (r.last_source_failover) {
+      failoverEl.appendChild(el("span", " last: " + r.last_source_failover, "muted"));
+    }
     row(rt, [
       {text: r.replica}, stateBadge(r.state), {text: r.leader === false ? "standby" : "leader"},
       {text: r.position || "-", cls: "muted"}, {text: seconds(r.lag_seconds), cls: "num"},
@@ -205,6 +213,8 @@ function render(doc, history, ready) {
       {text: num(rate(samples, r.replica, "transactions"), 1), cls: "num"},
       {text: num(r.rows_written), cls: "num"}, {text: seconds(r.checkpoint_age_seconds), cls: "num"},
       riskEl, {text: stopped.length ? stopped.join(", ") : "none", cls: stopped.length ? "bad" : "muted"},
+      {text: r.source_server ? r.source_server + (r.source_server_id === null || r.source_server_id === undefined
+        ? "" : " (server_id " + r.source_server_id + ")") : "-"}, failoverEl,
     ]);
   }
   const ct = document.querySelector("#consumers tbody");
@@ -222,7 +232,8 @@ function render(doc, history, ready) {
     row(ct, [
       {text: c.binlog_client_name}, {text: c.name},
       {text: c.mysql_binlog_name + ":" + c.mysql_binlog_pos, cls: "muted"}, {text: c.dispatcher_name},
-      {text: c.dispatcher_mysql_binlog_name + ":" + c.dispatcher_mysql_binlog_pos, cls: "muted"}, queue,
+      {text: c.dispatcher_mysql_binlog_name + ":" + c.dispatcher_mysql_binlog_pos, cls: "muted"},
+      {text: c.dispatcher_source_server || "-"}, queue,
       {text: num(c.dispatcher_events_read_per_sec), cls: "num"},
       {text: bytes(c.dispatcher_bytes_read_per_sec) + "/s", cls: "num"},
     ]);

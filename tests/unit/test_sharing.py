@@ -73,6 +73,7 @@ COLUMNS = [
     "dispatcher_bytes_read_per_sec",
     "dispatcher_events_flush_per_sec",
     "dispatcher_bytes_flush_per_sec",
+    "dispatcher_source_server",  # mybinlog's own, after ClickHouse's 19 (docs/ha.md, "Source failover")
 ]
 
 
