@@ -35,6 +35,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 from ..errors import ConfigurationError
+from ..replication._startup import check_replica_name
 from ..source._dsn import DSN
 
 __all__ = [
@@ -51,6 +52,8 @@ __all__ = [
     "PASSWORD_FILE_ENV",
     "add_source_arguments",
     "add_target_arguments",
+    "check_replica_name",
+    "combine_source_dsns",
     "read_password_file",
     "resolve_source_password",
     "resolve_target_url",
@@ -101,24 +104,6 @@ def exit_code(exc: BaseException) -> int:
     if isinstance(exc, MybinlogError) and exc.retriable:
         return EXIT_UNAVAILABLE
     return EXIT_ERROR
-
-
-def check_replica_name(name: str, *, where: str = "--replica") -> str:
-    """``name`` if it can name a replica (its checkpoint, its lock, log lines); else :class:`ConfigurationError`.
-
-    An empty name (which would silently become the database's) and control characters (a newline splits log
-    lines and status output) are refused."""
-    if not name or not name.strip():
-        raise ConfigurationError(
-            f"{where} is empty: give the replica a name (e.g. the database's: leave {where} out for that)"
-        )
-    bad = next((c for c in name if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029"), None)
-    if bad is not None:
-        raise ConfigurationError(
-            f"{where} {name!r} holds the control character {bad!r}: a replica's name appears in log lines, status "
-            "rows and lock names; use letters, digits, '_', '-' or '.'"
-        )
-    return name
 
 
 # --- argument definitions ----------------------------------------------------------------------------------------

@@ -10,11 +10,11 @@ import json
 import logging
 import signal
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from ..errors import ConfigurationError, MybinlogError, SourceConnectionError, TargetUnavailableError
+from ..errors import ConfigurationError, MybinlogError
+from ..replication._startup import StartupStopped, retry_at_start
 from . import _common
 from ._common import ArgumentParser, add_source_arguments, add_target_arguments, source_dsn, target_url
 
@@ -171,43 +171,14 @@ def run_replicate(args: argparse.Namespace) -> int:
         return exit_code(exc)
 
 
-class _Stopped(Exception):
-    """A signal arrived while the process was still waiting for its source or target at start-up."""
+_Stopped = StartupStopped  # a signal arrived while still waiting for the source or target at start-up
 
 
 async def _starting(
     what: str, budget: float, option: str, stop: asyncio.Event, attempt: Callable[[], Awaitable[_T]]
 ) -> _T:
-    """``await attempt()``, tried again with backoff while it fails with a retriable error (the source or ClickHouse
-    not reachable yet: a server restarting looks like that), for up to ``budget`` seconds, as a reconnect would be.
-    A permanent error (a wrong TLS CA, a wrong password, a missing grant) is raised at once. Raises
-    :class:`_Stopped` when ``stop`` is set meanwhile (a signal)."""
-    started = time.monotonic()
-    delay = 0.2
-    while True:
-        try:
-            return await attempt()
-        except MybinlogError as exc:
-            if not exc.retriable:
-                raise
-            if time.monotonic() - started + delay > budget:
-                message = (
-                    f"{what} stayed unreachable for {budget:g} s since the start ({option}; last error: {exc}); "
-                    "nothing was written: run again later"
-                )
-                if isinstance(exc, SourceConnectionError):
-                    raise SourceConnectionError(message, errno=exc.errno) from exc
-                raise TargetUnavailableError(message) from exc
-            logger.warning(
-                "%s is not reachable (%s); trying again in %.1f s (for up to %g s, %s)",
-                *(what, exc, delay, budget, option),
-            )
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(delay):
-                await stop.wait()  # a backoff that a signal cuts short
-        if stop.is_set():
-            raise _Stopped
-        delay = min(delay * 2, 5.0)
+    """:func:`retry_at_start` (shared with the library's Replicator), its retries logged as the command's."""
+    return await retry_at_start(what, budget, option, stop, attempt, log=logger)
 
 
 async def _wait_for_sources(replicators: list[Any], stop: asyncio.Event) -> None:
