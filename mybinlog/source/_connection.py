@@ -55,7 +55,7 @@ from ..protocol._packets import (
     parse_error_packet,
 )
 from . import _asyncmy as compat
-from ._dsn import DSN
+from ._dsn import DSN, DSNKey
 from ._wire import ConnectionLost, WireProtocol
 
 __all__ = [
@@ -494,6 +494,16 @@ def encode_binlog_dump_gtid(*, file: str, position: int, server_id: int, flags: 
 # -- the connection -------------------------------------------------------------------------------------
 
 
+_PREFERRED: dict[DSNKey, int] = {}  # several servers: which one a stream of this process reads (prefer_server)
+
+
+def prefer_server(dsn: DSN, index: int) -> None:
+    """Say that a stream of this process reads the ``index``-th server of ``dsn``: the other connections made with
+    this DSN (queries, the replica lock) try that server first."""
+    if dsn.fallbacks:
+        _PREFERRED[dsn.key] = index
+
+
 class BinlogConnection:
     """A connection to one server, used for a few control queries and then for one binlog dump.
 
@@ -624,10 +634,14 @@ class BinlogConnection:
     @classmethod
     async def _connect_first(cls, dsn: DSN, **options: Any) -> BinlogConnection:
         """The first of the DSN's servers that answers (a server that cannot be reached is skipped; any other
-        error, a wrong password for one, is raised at once). The connection's ``dsn`` names that server alone."""
+        error, a wrong password for one, is raised at once), starting with the one a stream of this process reads
+        (:func:`prefer_server`), so that queries go where the binlog is read. The connection's ``dsn`` names that
+        server alone."""
         failures: list[str] = []
         last: SourceConnectionError | None = None
-        for index in range(len(dsn.servers)):
+        first = _PREFERRED.get(dsn.key, 0)
+        count = len(dsn.servers)
+        for index in [(first + step) % count for step in range(count)]:
             try:
                 return await cls.connect(dsn.at(index), **options)
             except SourceConnectionError as exc:

@@ -31,7 +31,7 @@ from ..protocol._events import (
 from ..protocol._gtid import GtidSet, MariaDBGtidSet, MySQLGtidSet, parse_gtid_set
 from ..protocol._position import PASSIVE_TYPES, BinlogPosition, PositionTracker
 from ..protocol._transaction import Transaction, TransactionCollector
-from ._connection import BinlogConnection, ServerInfo
+from ._connection import BinlogConnection, ServerInfo, prefer_server
 from ._dsn import DSN
 from ._failover import check_other_server
 
@@ -292,6 +292,7 @@ class BinlogStream:
             raise
         self._conn = conn
         self._server_index = index
+        prefer_server(self.dsn, index)
 
     @staticmethod
     def _check_flavor(gtids: GtidSet, flavor: str) -> None:
@@ -689,6 +690,7 @@ class BinlogStream:
                     raise
                 self._conn = conn
                 self._server_index = index
+                prefer_server(self.dsn, index)
                 # already yielded in the interrupted transaction: those re-seen since the last reconnect plus
                 # those not re-seen yet (a second cut can come while skipping)
                 self._skip += self._yielded_in_txn

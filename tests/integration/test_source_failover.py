@@ -15,6 +15,7 @@ import pytest
 
 from mybinlog import BinlogStream, PreconditionError, SourceHistoryError
 from mybinlog.protocol._events import WriteRowsEvent
+from mybinlog.source._connection import BinlogConnection
 from mybinlog.testing import MariaDBServer
 
 pytestmark = pytest.mark.asyncio
@@ -71,6 +72,14 @@ async def test_a_stream_follows_a_promoted_replica_without_skip_or_repeat(
         assert stream.last_failover is not None
         assert "server_id 2" in stream.last_failover
         assert stream.position.server_id == 2
+        # the old primary comes back: the other connections of the process (queries, the replica lock) still go
+        # first to the server the stream reads
+        primary.start()
+        conn = await BinlogConnection.connect(stream.dsn, heartbeat_period=0)
+        try:
+            assert conn.info.server_id == 2
+        finally:
+            await conn.close()
 
 
 async def test_a_replica_with_an_errant_transaction_is_refused(
