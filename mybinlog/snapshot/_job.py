@@ -586,11 +586,23 @@ class _Run:
         started = time.monotonic()
         checkpoint = await load_checkpoint(self.target, self.replica, meta_database=o.meta_database)
         src = await connect_source(self.dsn)
+        if self.dsn.fallbacks:
+            # several servers: the whole snapshot reads the one that answered (watermarks are file offsets of one
+            # server; executors must not each pick another)
+            logger.info("snapshot: the source list %s: reading %s", self.dsn.display, src.dsn.display)
+            self.dsn = src.dsn
         try:
             flavor = src.flavor
             if o.resume is not None:
                 store, doc = await self._load(o.resume)
                 kind = str(doc["kind"])
+                started_on = int(doc.get("server_id") or 0)
+                if started_on and started_on != src.info.server_id:
+                    raise SnapshotError(
+                        f"snapshot {store.snapshot_id} started on the server with server_id {started_on}, but "
+                        f"{src.dsn.display} is server_id {src.info.server_id}: its watermarks are binlog offsets of "
+                        "the first server. Resume it when that server answers first, or start a new snapshot"
+                    )
                 if doc.get("replica", self.replica) != self.replica:
                     self.replica = str(doc["replica"])
                     checkpoint = await load_checkpoint(self.target, self.replica, meta_database=o.meta_database)
@@ -652,6 +664,7 @@ class _Run:
                     "created": time.time(),
                     "start_position": {"file": start_position.file, "offset": start_position.offset},
                     "source": self.dsn.display,
+                    "server_id": src.info.server_id,
                     "where": o.where,
                     "key_range": list(o.key_range) if o.key_range else None,
                     "all_tables": not o.tables,
