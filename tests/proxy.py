@@ -1,20 +1,26 @@
-"""A TCP proxy on 127.0.0.1 that tests can cut, to break client connections at a moment of their choosing."""
+"""A TCP proxy on 127.0.0.1 that tests can cut, to break client connections at a moment of their choosing, or
+blackhole, to leave them half-open (nothing forwarded, nothing closed)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 
 __all__ = ["TcpProxy"]
 
 
 class TcpProxy:
-    """Forwards 127.0.0.1:<port> to ``target``; :meth:`cut` closes every connection open through it."""
+    """Forwards 127.0.0.1:<port> to ``target``; :meth:`cut` closes every connection open through it; after
+    :meth:`blackhole` nothing is forwarded any more and nothing is closed. ``forwarded_at`` is the
+    :func:`time.monotonic` time of the last bytes forwarded from the target to a client (0 before any)."""
 
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
         self.port = 0
         self.connections = 0
+        self.blackholed = False
+        self.forwarded_at = 0.0
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -44,14 +50,35 @@ class TcpProxy:
         self._writers.clear()
         return len(writers) // 2
 
+    def blackhole(self) -> None:
+        """Stop forwarding without closing, as a server gone without a FIN looks to its clients: the bytes of open
+        connections are read and dropped in both directions, and connections made from now on are accepted and
+        never answered. :meth:`cut` (or leaving the proxy) closes them."""
+        self.blackholed = True
+
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
+        if self.blackholed:  # accepted, never answered
+            self._writers.add(writer)
+            try:
+                while await reader.read(65536):
+                    pass
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                self._writers.discard(writer)
+                writer.transport.abort()
+            return
         up_reader, up_writer = await asyncio.open_connection(*self.target)
         self._writers.update((writer, up_writer))
 
         async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
             try:
                 while data := await src.read(65536):
+                    if self.blackholed:
+                        continue
+                    if dst is writer:
+                        self.forwarded_at = time.monotonic()  # before the client can have the bytes
                     dst.write(data)
                     await dst.drain()
             except (ConnectionError, OSError):
