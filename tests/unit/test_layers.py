@@ -152,3 +152,12 @@ def test_no_module_is_too_long_to_follow() -> None:
     decoder are the densest and stay under it)."""
     long = {m: n for m, p in _modules().items() if (n := len(p.read_text().splitlines())) > 1200}
     assert not long, f"modules too long to follow: {long}"
+
+
+def test_no_c_file_is_too_long_to_follow() -> None:
+    """The same rule for the compiled core's C files and headers: one role a file (docs/compiled-core.md, "Where new
+    code goes"), none over 1,200 lines."""
+    sources = [p for p in ROOT.rglob("*") if p.suffix in (".c", ".h")]
+    assert any(p.name == "_speedups.c" for p in sources), "the compiled core's sources are not in the package"
+    long = {str(p.relative_to(ROOT)): n for p in sources if (n := len(p.read_text().splitlines())) > 1200}
+    assert not long, f"C files too long to follow (split them by role, as _speedups.c is): {long}"
