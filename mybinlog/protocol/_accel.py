@@ -1,9 +1,9 @@
 """Which implementation of the decoder's hot path runs: the compiled core or pure Python.
 
-The compiled core (``mybinlog/protocol/_speedups.c``, built by ``pip install`` when a C compiler is present) is
-optional: without it, or with ``MYBINLOG_NO_EXTENSIONS=1`` in the environment when mybinlog is imported, the
-pure-Python code runs, with the same results and the same errors (docs/compiled-core.md). :func:`implementation`
-says which one runs; ``mybinlog --version`` prints it.
+The compiled core (``mybinlog/protocol/_speedups.c`` and its ``_sp_*.c`` files, built by ``pip install`` when a C
+compiler is present) is optional: without it, or with ``MYBINLOG_NO_EXTENSIONS=1`` in the environment when mybinlog
+is imported, the pure-Python code runs, with the same results and the same errors (docs/compiled-core.md).
+:func:`implementation` says which one runs; ``mybinlog --version`` prints it.
 """
 
 from __future__ import annotations

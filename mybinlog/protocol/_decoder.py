@@ -141,7 +141,7 @@ _C_ROWS_FIELDS = (
 
 
 def _c_decode_events() -> Callable[..., int] | None:
-    """The compiled core's fast loop (_speedups.c decode_events), once it knows the event classes' slots; None
+    """The compiled core's fast loop (_sp_events.c decode_events), once it knows the event classes' slots; None
     when the extension is absent or the classes are not laid out the way it builds them."""
     if speedups is None:
         return None

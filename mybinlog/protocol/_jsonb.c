@@ -8,7 +8,7 @@
  * It follows the compiled core's contract, "same result or no result": it checks every offset and size as the
  * Python decoder does, and when the document is malformed (anything the Python decoder raises DecodeError for) it
  * builds nothing and calls the fallback (the Python decode_jsonb) on the bytes, which raises the exact error. The
- * row decoder of _speedups.c calls it for a JSON column (TEXT_CALL with decode_jsonb as the value function);
+ * row decoder (_sp_rows.c) calls it for a JSON column (TEXT_CALL with decode_jsonb as the value function);
  * _speedups.decode_jsonb(data, fallback=None) exposes it for the differential tests (tests/unit/test_jsonb_c.py),
  * raising ValueError when it finds the document malformed and no fallback is given.
  *
@@ -515,7 +515,8 @@ mb_jsonb_decode(const unsigned char *p, Py_ssize_t n, PyObject *fallback)
     return v;
 }
 
-/* _speedups.decode_jsonb(data, fallback=None): mb_jsonb_decode of a bytes-like object (for the tests) */
+/* _speedups.decode_jsonb(data, fallback=None): mb_jsonb_decode of a bytes-like object (for the tests); Python twin:
+ * _jsonb.decode_jsonb */
 PyObject *
 mb_jsonb_py_decode(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {

@@ -1,7 +1,7 @@
-/* The JSON text writer shared by the compiled renderer (_jsonl.c) and the row programs (_speedups.c): a growing
-   UTF-8 buffer, numbers, dates and times as the pure-Python renderer writes them, JSON string escaping as
-   json.encoder.encode_basestring (ensure_ascii=False) does it, and a strict UTF-8 validator. Everything here is static: each extension gets
-   its own copy. */
+/* The JSON text writer shared by the compiled renderer (_jsonl.c), the row programs' render_json (_sp_render.c) and
+   TsvRows (_sp_tsv.c): a growing UTF-8 buffer, numbers, dates and times as the pure-Python renderer writes them,
+   JSON string escaping as json.encoder.encode_basestring (ensure_ascii=False) does it, and a strict UTF-8 validator.
+   Everything here is static: each file that includes it gets its own copy. */
 
 #ifndef MYBINLOG_JSONBUF_H
 #define MYBINLOG_JSONBUF_H

@@ -716,12 +716,16 @@ done:
     return result;
 }
 
+/* Python twin: _format._py_event_to_json */
 static PyObject *py_event_to_json(PyObject *self, PyObject *event) { return render(event, 0, 0); }
 
+/* Python twin: _format._py_events_to_jsonl */
 static PyObject *py_events_to_jsonl(PyObject *self, PyObject *events) { return render(events, 1, 0); }
 
+/* Python twin: _format._py_events_to_jsonl(events).encode() (None where that raises: a lone surrogate) */
 static PyObject *py_events_to_jsonl_utf8(PyObject *self, PyObject *events) { return render(events, 1, 1); }
 
+/* Python twin: _format._ENCODE, the json encoder of column values (for the tests) */
 static PyObject *py_value_to_json(PyObject *self, PyObject *value) {
     if (check_configured() < 0) return NULL;
     Buf b = {NULL, 0, 0, 0};
@@ -730,6 +734,7 @@ static PyObject *py_value_to_json(PyObject *self, PyObject *value) {
     return result;
 }
 
+/* no Python twin: _format._configure_compiled hands over the Python helpers */
 static PyObject *py_configure(PyObject *self, PyObject *args) {
     PyObject *a[9];
     if (!PyArg_UnpackTuple(args, "configure", 9, 9, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &a[7], &a[8]))
@@ -747,6 +752,7 @@ static PyObject *py_configure(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* no Python twin: forgets the cached heads and tables (for the tests) */
 static PyObject *py_clear_caches(PyObject *self, PyObject *unused) {
     clear_caches();
     if (kind_cache != NULL) PyDict_Clear(kind_cache);

@@ -927,7 +927,7 @@ def _compile(table: TableMap, mode: int, present: int, present_after: int) -> Ca
     return _decode_rows
 
 
-# -- the compiled core's row programs (mybinlog/protocol/_speedups.c: the OP_* and TEXT_* numbers) ------------
+# -- the compiled core's row programs (mybinlog/protocol/_speedups.h: the OP_* and TEXT_* numbers) ------------
 _OP_INT, _OP_UINT, _OP_FLOAT, _OP_DOUBLE, _OP_YEAR, _OP_DECIMAL, _OP_DATETIME2, _OP_TIMESTAMP2 = range(1, 9)
 _OP_DATE, _OP_STRING, _OP_BLOB, _OP_ENUM, _OP_CALL, _OP_NULL, _OP_TIME2, _OP_BIT, _OP_SET = range(9, 18)
 _TEXT_BYTES, _TEXT_CODEC, _TEXT_UTF8, _TEXT_UTF8_OR_BYTES, _TEXT_CALL, _TEXT_CODEC_ASCII, _TEXT_TABLE = range(7)
@@ -1030,7 +1030,7 @@ def _call(fn: Callable[[bytes, int], tuple[Any, int]], slot: int) -> _Op:
 
 
 def _column_op(col: ColumnInfo) -> _Op | None:
-    """The compiled core's instruction for one column (see _speedups.c), or None to keep the table in Python."""
+    """The compiled core's instruction for one column (see _sp_rows.c), or None to keep the table in Python."""
     t = col.real_type
     slot = col.index
     unsigned = bool(col.unsigned)

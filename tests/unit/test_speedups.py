@@ -1,4 +1,4 @@
-"""The compiled core (mybinlog/protocol/_speedups.c) and the pure-Python decoder give identical results.
+"""The compiled core's row programs (mybinlog/protocol/_sp_rows.c) and the pure-Python decoder give identical results.
 
 * Property tests build random table layouts (every column type ``_table._column_op`` handles, random metadata,
   charsets, ENUM/SET values or none), random present bitmaps (MINIMAL images), update pairs, NULLs and values
@@ -757,8 +757,8 @@ def _outcome(fn: Any, x: Any) -> str:
 
 
 def test_direct_decimals_are_the_constructors_values() -> None:
-    """DECIMAL values are built directly in the object Decimal(str) would make (see dec_direct_init in
-    _speedups.c): for every precision and scale, at every length, they are the pure-Python decoder's values in
+    """DECIMAL values are built directly in the object Decimal(str) would make (see mb_dec_direct_init in
+    _sp_decimal.c): for every precision and scale, at every length, they are the pure-Python decoder's values in
     repr (sign, digits, exponent), str, hash, equality, as_tuple, and in arithmetic, which reads the coefficient."""
     require_speedups()
     from mybinlog.protocol import _speedups

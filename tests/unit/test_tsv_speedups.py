@@ -1,4 +1,4 @@
-"""The compiled rows encoder (``TsvRows`` in mybinlog/protocol/_speedups.c) writes exactly the lines of the
+"""The compiled rows encoder (``TsvRows`` in mybinlog/protocol/_sp_tsv.c) writes exactly the lines of the
 generated pure-Python rows encoder (mybinlog/replication/types/_encoders.py), or raises the same error.
 
 Random rows of random values for every column kind it writes itself (integers, DOUBLE, text, DATETIME, TIMESTAMP,

@@ -633,7 +633,7 @@ def _generate(
     return encode_row, encode_rows
 
 
-# the compiled core's kinds (mybinlog/protocol/_speedups.c, TsvRows)
+# the compiled core's kinds (mybinlog/protocol/_sp_tsv.c, TsvRows)
 _TSV_ZERO, _TSV_INT, _TSV_UINT, _TSV_FLOAT64, _TSV_TEXT, _TSV_DATETIME, _TSV_TIMESTAMP, _TSV_DATE, _TSV_DECIMAL = range(
     1, 10
 )
