@@ -315,7 +315,7 @@ class BinlogStream:
             "the position names no binlog file"
         )
 
-    async def _check_history(self, conn: BinlogConnection, resume: BinlogPosition) -> None:
+    async def _check_history(self, conn: BinlogConnection, resume: BinlogPosition, *, moved: bool = False) -> None:
         """Refuse to stream from a server whose history does not contain ``resume`` (see the class docstring)."""
         info = conn.info
         where = self.dsn.display
@@ -323,12 +323,15 @@ class BinlogStream:
         # resume from a position of the old server, until a transaction of the new one completes)
         expected = resume.server_id or self._server_id
         changed = bool(expected) and bool(info.server_id) and info.server_id != expected
+        # another host of the list is another server even when it reports the same server_id (a misconfigured
+        # topology, or an unrelated server): only its GTID history can say whether the position means anything there
+        changed = changed or moved
         if changed and (self._mode == "file" or resume.gtid_set is None):
             raise SourceHistoryError(
-                f"{where}: the source is now the server with server_id {info.server_id}, not {expected}, and this "
-                f"stream resumes by binlog file and offset ({resume.file}:{resume.offset}), which mean nothing on "
-                "another server. Turn on GTIDs (gtid_mode=ON) so that readers can follow a failover, or take a new "
-                "snapshot from the new server"
+                f"{where}: the source is now another server (server_id {info.server_id}, not {expected} whose "
+                "binlog the position names), and this stream resumes by binlog file and offset "
+                f"({resume.file}:{resume.offset}), which mean nothing on another server. Turn on GTIDs "
+                "(gtid_mode=ON) so that readers can follow a failover, or take a new snapshot from the new server"
             )
         if changed and resume.gtid_set is not None:
             await check_other_server(conn, resume, old_server_id=expected)
@@ -663,11 +666,12 @@ class BinlogStream:
                     continue
                 try:
                     mode_gtid = self._mode == "gtid" or (not resume.file and resume.gtid_set is not None)
-                    if index != old_index and resume.gtid_set is not None and conn.info.server_id != old_server_id:
+                    moved = index != old_index
+                    if moved and resume.gtid_set is not None:
                         mode_gtid = True  # another server: only a GTID set names the same transactions there
                     if mode_gtid:
                         self._mode = "gtid"
-                    await self._check_history(conn, resume)
+                    await self._check_history(conn, resume, moved=moved)
                     self._tracker = PositionTracker(resume)
                     if mode_gtid and resume.gtid_set is not None:
                         self._decoder = self._new_decoder(conn, resume.file)

@@ -59,7 +59,7 @@ class ScriptedServer:
         raw = head + body
         return raw + struct.pack("<I", zlib.crc32(raw))
 
-    async def connect(self) -> FakeConnection:
+    async def connect(self, index: int = 0) -> FakeConnection:
         cut = self.cuts.pop(0) if self.cuts else None
         conn = FakeConnection(self, cut)
         self.connections.append(conn)
@@ -178,7 +178,7 @@ async def test_resume_in_gtid_mode_yields_every_event_once(binlog: Path, cuts: l
 async def test_gives_up_after_max_attempts_with_position_in_message(binlog: Path) -> None:
     server = ScriptedServer(binlog, [20])
 
-    async def refuse() -> FakeConnection:
+    async def refuse(index: int = 0) -> FakeConnection:
         raise SourceConnectionError("refused")
 
     stream = BinlogStream(
@@ -213,7 +213,7 @@ def _with_info(
 ) -> Any:
     """server.connect, with connections that describe the server as ``info`` (server_id, binlog end) says."""
 
-    async def connect() -> FakeConnection:
+    async def connect(index: int = 0) -> FakeConnection:
         conn = await server.connect()
         conn.info = type("Info", (info,), {"server_id": server_id})()  # type: ignore[assignment]
         if end is not None:
@@ -255,7 +255,7 @@ async def test_file_mode_refuses_another_server(binlog: Path) -> None:
         "mysql://u:p@127.0.0.1:1", resume_from=BinlogPosition(server.name, 4, None, server_id=7), blocking=False
     )
     stream._connect = _with_info(server, _FileModeInfo, server_id=8)  # type: ignore[method-assign]
-    with pytest.raises(SourceHistoryError, match="server_id 8, not 7"):
+    with pytest.raises(SourceHistoryError, match="server_id 8, not 7 "):
         await stream.start()
 
 
@@ -280,10 +280,19 @@ async def test_gtids_beyond_the_server_are_history_going_backwards(binlog: Path)
 
 
 @pytest.mark.parametrize("cuts", [[], [2, 1, 1]])
-async def test_gtid_mode_follows_another_server_and_stamps_its_id(binlog: Path, caplog: Any, cuts: list[int]) -> None:
+async def test_gtid_mode_follows_another_server_and_stamps_its_id(
+    binlog: Path, caplog: Any, cuts: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A failover (another server_id, the same GTID history) is followed in GTID mode: the positions name the new
     server, whose files they are. Cut again before a transaction of the new server completed, the stream resumes
-    from a position of the old server once more: its file and offset must not be compared with the new server's."""
+    from a position of the old server once more: its file and offset must not be compared with the new server's.
+    (The new server's history check, which needs a real server, is tested live: test_source_failover.py.)"""
+    checked: list[int] = []
+
+    async def history_checked(conn: Any, resume: BinlogPosition, *, old_server_id: int) -> None:
+        checked.append(old_server_id)
+
+    monkeypatch.setattr("mybinlog.source._stream.check_other_server", history_checked)
     server = ScriptedServer(binlog, cuts)
     first_gtid = server.gtid_starts[0][0]
     before = MariaDBGtidSet.parse(f"{first_gtid.domain_id}-{first_gtid.server_id}-{first_gtid.seq_no - 1}")
@@ -294,7 +303,7 @@ async def test_gtid_mode_follows_another_server_and_stamps_its_id(binlog: Path, 
         reconnect_backoff=(0.0, 0.0),
     )
 
-    async def connect() -> FakeConnection:
+    async def connect(index: int = 0) -> FakeConnection:
         conn = await server.connect()
         conn.info = type("Info", (_Info,), {"server_id": 1})()  # type: ignore[assignment]
         return conn
@@ -304,6 +313,7 @@ async def test_gtid_mode_follows_another_server_and_stamps_its_id(binlog: Path, 
         async for _ in stream:
             pass
     assert "the source is now the server with server_id 1 (was 3)" in caplog.text
+    assert set(checked) == {3}  # the history of the new server was checked against the old one's
     assert stream.position.file != "binlog.000099"  # the new server's file (the served file's ROTATE names the next)
     assert stream.position.file.endswith(".000006")
     assert stream.position.server_id == 1  # the fake ROTATE names the server streaming
