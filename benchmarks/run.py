@@ -60,7 +60,7 @@ sys.path.insert(0, str(BENCH_DIR))
 
 from _common import environment, fmt_cell, machine  # noqa: E402
 
-ORDER = ["decode", "fanout", "filtering", "memory", "e2e", "snapshot"]
+ORDER = ["decode", "fanout", "filtering", "memory", "txn_memory", "scale", "e2e", "snapshot"]
 # seconds a benchmark may take before it is stopped (quick, full)
 TIMEOUTS = {"quick": 240.0, "full": 7200.0}
 
@@ -85,6 +85,18 @@ GOALS: dict[str, list[tuple[str, float]]] = {
              0.9)],
     "snapshot": [("snapshot of 1M rows: the whole command (start-up included) >= 1.5x the single-threaded copy "
                   "(pymysql stream into chdb), local[2]", 1.5)],
+    # issue 24: cost with the number of tables (lower is better: ratios and seconds), memory of one big transaction
+    "scale": [
+        ("`replicate` CPU per change at 2,000 tables <= 1.5x at 20 tables, chdb", 1.5),
+        ("initial load of 2,000 small tables >= 5x faster than before (50 s), chdb", 5.0),
+        ("`replicate` CPU per change at 2,000 tables <= 1.5x at 20 tables, clickhouse-server", 1.5),
+    ],
+    "txn_memory": [
+        ("peak RSS of `replicate` over its streaming baseline <= max_bytes_in_transaction + 100 MB at every "
+         "transaction size, bound 256 MiB, chdb (MB)", 356.0),
+        ("peak RSS of `replicate` over its streaming baseline <= max_bytes_in_transaction + 100 MB at every "
+         "transaction size, bound 16 MiB, chdb (MB)", 116.0),
+    ],
 }  # fmt: skip
 
 
