@@ -19,6 +19,7 @@ binlog, malformed bytes, a wrong password).
     ├── SourceError                      the MySQL/MariaDB server (carries the server's error code when it gave one)
     │   ├── SourceConnectionError        cannot reach the server, or the connection dropped (retriable)
     │   │   └── SourceLaggingError       the server to fail over to has not caught up with the position yet
+    │   ├── TransactionInterruptedError  a failover in the middle of a transaction: discard its part (retriable)
     │   ├── AuthenticationError          wrong user or password, or missing privileges
     │   ├── PreconditionError            server not set up for row-based CDC (binlog off, STATEMENT format, ...)
     │   ├── BinlogPurgedError            the requested position is no longer on the server
@@ -73,6 +74,7 @@ __all__ = [
     "SourceHistoryError",
     "SourceLaggingError",
     "StatusReadError",
+    "TransactionInterruptedError",
     "TargetConnectionError",
     "TargetError",
     "TargetUnavailableError",
@@ -197,6 +199,16 @@ class SourceLaggingError(SourceConnectionError):
     """Another server of the topology (a replica the stream would fail over to) has not yet executed every
     transaction of the position to resume from. The stream waits for it (within its reconnect budget) or reads from
     another server; a replica that never catches up lost those transactions with the old primary."""
+
+
+class TransactionInterruptedError(SourceError):
+    """The source failed over to another server in the middle of a transaction. The events of that transaction
+    already delivered cannot be matched with the new server's (it may split them into other events, or not have
+    the transaction at all): discard them. The stream goes on from its ``position`` (the end of the last whole
+    transaction): iterating again delivers the next transaction the new server has, from its start. A replicator
+    starts again from its checkpoint, which is exact."""
+
+    retriable = True
 
 
 class AuthenticationError(SourceError):

@@ -15,7 +15,14 @@ from operator import attrgetter, not_
 from types import TracebackType
 from typing import Any, Literal
 
-from ..errors import ConfigurationError, MybinlogError, SourceConnectionError, SourceError, SourceHistoryError
+from ..errors import (
+    ConfigurationError,
+    MybinlogError,
+    SourceConnectionError,
+    SourceError,
+    SourceHistoryError,
+    TransactionInterruptedError,
+)
 from ..protocol._accel import speedups
 from ..protocol._decoder import EventDecoder
 from ..protocol._events import (
@@ -185,6 +192,7 @@ class BinlogStream:
         self._ended = False
         self.reconnects = 0
         self._server_id = resume_from.server_id if resume_from is not None else 0  # whose positions these are
+        self._server_uuid: str | None = None  # MySQL: the server_uuid of the server last read
 
     def __repr__(self) -> str:
         at = self._tracker.position if self._tracker else "start"
@@ -292,6 +300,7 @@ class BinlogStream:
             raise
         self._conn = conn
         self._server_index = index
+        self._server_uuid = conn.info.server_uuid
         prefer_server(self.dsn, index)
 
     @staticmethod
@@ -323,9 +332,10 @@ class BinlogStream:
         # resume from a position of the old server, until a transaction of the new one completes)
         expected = resume.server_id or self._server_id
         changed = bool(expected) and bool(info.server_id) and info.server_id != expected
-        # another host of the list is another server even when it reports the same server_id (a misconfigured
-        # topology, or an unrelated server): only its GTID history can say whether the position means anything there
-        changed = changed or moved
+        if moved and not changed:
+            # another host of the list that reports the same server_id: the same server under another name, or a
+            # server of another topology whose ids collide (MariaDB GTIDs could not tell them apart)
+            changed = not await self._same_server(conn, resume)
         if changed and (self._mode == "file" or resume.gtid_set is None):
             raise SourceHistoryError(
                 f"{where}: the source is now another server (server_id {info.server_id}, not {expected} whose "
@@ -380,6 +390,28 @@ class BinlogStream:
             )
         if info.server_id:
             self._server_id = info.server_id
+
+    async def _same_server(self, conn: BinlogConnection, resume: BinlogPosition) -> bool:
+        """Whether ``conn``'s server, reached at another host of the list with the position's server_id, is the
+        server the position was read from. MySQL: the same ``server_uuid``. MariaDB: its binlog has the position's
+        file and offset at the position's GTIDs. Else :class:`SourceHistoryError` (server ids must be unique)."""
+        info = conn.info
+        if info.flavor == "mysql":
+            # another uuid: another server, whose GTIDs carry its own uuid (checked by GTIDs as such)
+            return self._server_uuid is None or info.server_uuid == self._server_uuid
+        if resume.file and resume.gtid_set is not None:
+            rows = await conn.query("SELECT BINLOG_GTID_POS(%s, %s)", (resume.file, resume.offset))
+            found = rows[0][0] if rows else None
+            text = found.decode() if isinstance(found, bytes | bytearray) else found
+            if text is not None and parse_gtid_set(str(text), "mariadb") == resume.gtid_set:
+                return True
+        raise SourceHistoryError(
+            f"{conn.dsn.display} reports server_id {info.server_id}, the server_id of the server this stream's "
+            f"position was read from, but its binlog does not hold that position ({resume}): a server of another "
+            "topology with a colliding server_id (server ids must be unique among the servers of a topology), or "
+            "the same server restored from a backup. Give it another server_id or remove it from the list; to "
+            "follow it from now on, take a new snapshot"
+        )
 
     async def _connect(self, index: int) -> BinlogConnection:
         conn = await BinlogConnection.connect(
@@ -694,14 +726,17 @@ class BinlogStream:
                     raise
                 self._conn = conn
                 self._server_index = index
+                self._server_uuid = conn.info.server_uuid
                 prefer_server(self.dsn, index)
+                another = index != old_index or bool(old_server_id and conn.info.server_id != old_server_id)
                 # already yielded in the interrupted transaction: those re-seen since the last reconnect plus
                 # those not re-seen yet (a second cut can come while skipping)
-                self._skip += self._yielded_in_txn
+                interrupted = self._skip + self._yielded_in_txn
+                self._skip = 0 if another else interrupted
                 self._yielded_in_txn = 0
                 self._replaying = True
                 self.reconnects += 1
-                if index != old_index or (old_server_id and conn.info.server_id != old_server_id):
+                if another:
                     self.failovers += 1
                     self.last_failover = (
                         f"{self.dsn.at(old_index).hosts_text} (server_id {old_server_id}) failed: {lost}; now reading "
@@ -711,6 +746,14 @@ class BinlogStream:
                                    self.last_failover, resume)  # fmt: skip
                 else:
                     logger.info("%s: reconnected; resuming from %s", self.dsn.at(index).display, resume)
+                if another and interrupted:
+                    # the new server may split that transaction into other events, or not have it: counting the
+                    # events already delivered off its stream would drop others (docs/ha.md, "Source failover")
+                    raise TransactionInterruptedError(
+                        f"{self.dsn.display}: the source failed over in the middle of a transaction ({interrupted} "
+                        f"of its events were delivered); discard them: the stream goes on from {resume}, where the "
+                        "next whole transaction starts"
+                    )
                 return
             if refused:
                 raise refused[0]

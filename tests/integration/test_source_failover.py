@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mybinlog import BinlogStream, PreconditionError, SourceHistoryError
+from mybinlog import BinlogStream, PreconditionError, SourceHistoryError, TransactionInterruptedError
 from mybinlog.protocol._events import WriteRowsEvent
 from mybinlog.source._connection import BinlogConnection
 from mybinlog.testing import MariaDBServer
@@ -151,4 +151,66 @@ async def test_a_refused_server_is_skipped_for_a_good_one_further_down_the_list(
         good.execute(f"INSERT INTO `{DB}`.t VALUES (3, 'good')")
         assert await _ids(stream, 1) == [3]
         assert stream.source == f"{good.host}:{good.port}"
+        assert stream.failovers == 1
+
+
+async def test_another_host_with_the_same_server_id_is_not_taken_for_the_same_server(
+    server_kind: str, server_factory: Callable[..., MariaDBServer]
+) -> None:
+    """An unrelated server listed second whose server_id collides with the primary's, with more transactions than
+    it: after the primary dies, the stream must not resume there by file and offset (nor, on MariaDB, by GTIDs
+    whose numbers collide): SourceHistoryError."""
+    primary = server_factory(server_id=1)
+    other = server_factory(server_id=1)
+    for server in (primary, other):
+        server.create_database(DB)
+        server.execute(f"CREATE TABLE `{DB}`.t (id INT PRIMARY KEY, v VARCHAR(20))")
+    for i in range(1, 30):
+        other.execute(f"INSERT INTO `{DB}`.t VALUES ({i}, 'other')")
+    async with BinlogStream(_dsn(primary, other), heartbeat_period=1, max_reconnect_seconds=30) as stream:
+        primary.execute(f"INSERT INTO `{DB}`.t VALUES (1, 'primary')")
+        assert await _ids(stream, 1) == [1]
+        primary.kill()
+        with pytest.raises(SourceHistoryError):
+            await _ids(stream, 1)
+    assert stream.failovers == 0
+
+
+async def test_a_failover_in_the_middle_of_a_transaction_says_so_and_goes_on_from_its_start(
+    server_kind: str, server_factory: Callable[..., MariaDBServer]
+) -> None:
+    """The primary splits rows events at 1 KiB, the replica at 64 KiB: the same transaction is other events there.
+    The stream is in the middle of a big transaction when the primary dies: it must raise TransactionInterruptedError
+    (the part delivered is to be discarded), then deliver that transaction from its start and what follows, each
+    once. (Counting delivered events off the new server's stream dropped later transactions.)"""
+    options: dict[str, Any] = {"log_slave_updates": True} if server_kind == "mariadb" else {}
+    primary = server_factory(server_id=1, binlog_row_event_max_size=1024, **options)
+    replica = server_factory(server_id=2, binlog_row_event_max_size=65536, **options)
+    primary.create_database(DB)
+    primary.execute(f"CREATE TABLE `{DB}`.t (id INT PRIMARY KEY, v VARCHAR(200))")
+    replica.follow(primary)
+    rows = 60_000
+    async with BinlogStream(_dsn(primary, replica), heartbeat_period=1, max_reconnect_seconds=30) as stream:
+        primary.execute(f"INSERT INTO `{DB}`.t VALUES (0, 'start')")
+        assert await _ids(stream, 1) == [0]
+        conn = primary.connect(database=DB, autocommit=False)
+        try:
+            with conn.cursor() as cur:
+                for lo in range(1, rows + 1, 10_000):
+                    values = ",".join(f"({i}, '{'x' * 150}')" for i in range(lo, lo + 10_000))
+                    cur.execute(f"INSERT INTO t VALUES {values}")
+            conn.commit()
+        finally:
+            conn.close()
+        replica.wait_for_gtids(primary.gtid_position())
+        partial = await _ids(stream, 50)  # a part of the big transaction (the server is still sending it)
+        assert partial[0] == 1
+        assert len(partial) < rows
+        primary.kill()
+        replica.promote()
+        replica.execute(f"INSERT INTO `{DB}`.t VALUES ({rows + 1}, 'end')")
+        with pytest.raises(TransactionInterruptedError):
+            await _ids(stream, rows + 1)
+        again = await _ids(stream, rows + 1)
+        assert again == list(range(1, rows + 2))
         assert stream.failovers == 1

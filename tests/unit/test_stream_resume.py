@@ -34,6 +34,7 @@ class _Info:
     flavor = "mariadb"
     gtid_mode = True
     server_id = 1
+    server_uuid = None
 
 
 class ScriptedServer:
