@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 
-__all__ = ["TcpProxy"]
+__all__ = ["ProxyThread", "TcpProxy"]
 
 
 class TcpProxy:
@@ -21,6 +22,7 @@ class TcpProxy:
         self.connections = 0
         self.blackholed = False
         self.forwarded_at = 0.0
+        self._stall_budget: int | None = None
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -56,6 +58,11 @@ class TcpProxy:
         never answered. :meth:`cut` (or leaving the proxy) closes them."""
         self.blackholed = True
 
+    def stall_after(self, nbytes: int) -> None:
+        """Forward ``nbytes`` more bytes to the clients, then :meth:`blackhole`: a client is left in the middle of
+        whatever the server was sending (a big transaction, say)."""
+        self._stall_budget = nbytes
+
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
         if self.blackholed:  # accepted, never answered
@@ -78,6 +85,12 @@ class TcpProxy:
                     if self.blackholed:
                         continue
                     if dst is writer:
+                        budget = self._stall_budget
+                        if budget is not None:
+                            if len(data) >= budget:
+                                data, self.blackholed, self._stall_budget = data[:budget], True, None
+                            else:
+                                self._stall_budget = budget - len(data)
                         self.forwarded_at = time.monotonic()  # before the client can have the bytes
                     dst.write(data)
                     await dst.drain()
@@ -94,3 +107,32 @@ class TcpProxy:
             self._tasks.difference_update(tasks)
             self._writers.discard(writer)
             self._writers.discard(up_writer)
+
+
+class ProxyThread:
+    """A :class:`TcpProxy` on its own event loop in a thread, for a child process to connect through."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.proxy = TcpProxy(host, port)
+        asyncio.run_coroutine_threadsafe(self.proxy.__aenter__(), self.loop).result(30)
+
+    @property
+    def port(self) -> int:
+        return self.proxy.port
+
+    def call(self, method: str, *args: object) -> object:
+        """Run a method of the proxy on its loop and return its result."""
+
+        async def run() -> object:
+            return getattr(self.proxy, method)(*args)
+
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(30)
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.proxy.__aexit__(None, None, None), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(30)
+        self.loop.close()

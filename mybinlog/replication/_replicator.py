@@ -38,6 +38,7 @@ from ..errors import (
     SourceConnectionError,
     SourceError,
     TargetUnavailableError,
+    TransactionInterruptedError,
 )
 from ..protocol._events import Event, GtidEvent, MariadbGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent
 from ..protocol._position import BinlogPosition
@@ -294,7 +295,7 @@ class Replicator(SchemaChanges):
             try:
                 await self._attempt(goal)
                 return
-            except _NewTerm as exc:
+            except (_NewTerm, TransactionInterruptedError) as exc:  # the latter: a source failover mid-transaction
                 logger.warning("%s: %s; starting again from the checkpoint", self.replica, exc)
                 await self._reset()
                 continue
