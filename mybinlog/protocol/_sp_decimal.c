@@ -1,7 +1,7 @@
 /* DECIMAL values of the row programs: the MySQL digit groups read and checked (mb_decimal_digits, also for
  * render_json), and the Decimal built in place in CPython's _decimal object when its layout was checked at import
- * (mb_dec_direct_init), else through Decimal(str). The twin is the pure-Python DECIMAL value function of
- * mybinlog/protocol/_values.py, which also takes every value out of range. */
+ * (mb_dec_direct_init), else through Decimal(str). The Python twin is decode_decimal (mybinlog/protocol/_values.py),
+ * which also takes every value out of range. */
 #include "_speedups.h"
 
 /* a DECIMAL's fields (see Op.dec_*) in vals[], the sign in *negative (also for zero); -1 when a field is out of
@@ -188,6 +188,7 @@ decimal_from_text(const char *digits, int nd, int sc, int negative)
     return d;
 }
 
+/* a DECIMAL column's value, or NULL (no error set) for the value function; Python twin: _values.decode_decimal */
 PyObject *
 mb_decode_decimal(const Op *op, const unsigned char *p)
 {
