@@ -13,7 +13,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from ..errors import ConfigurationError, MybinlogError, SourceConnectionError, TargetUnavailableError
+from ..errors import MybinlogError, SourceConnectionError, TargetUnavailableError
+from ._names import check_replica_name, replica_name
 
 if TYPE_CHECKING:
     from ..source._dsn import DSN
@@ -21,36 +22,10 @@ if TYPE_CHECKING:
 
 __all__ = ["StartupStopped", "check_replica_name", "connect_source", "replica_name", "retry_at_start"]
 
+
 logger = logging.getLogger("mybinlog.replication")
 
 _T = TypeVar("_T")
-
-
-def check_replica_name(name: str, *, where: str = "--replica", leave_out: str = "leave --replica out") -> str:
-    """``name`` if it can name a replica (its checkpoint, its lock, log lines); else :class:`ConfigurationError`.
-
-    An empty name (which would silently become the database's) and control characters (a newline splits log
-    lines and status output) are refused. ``where`` names what the user wrote, ``leave_out`` how to get the
-    database's name instead."""
-    if not name or not name.strip():
-        raise ConfigurationError(
-            f"{where} is empty: give the replica a name (e.g. the database's: {leave_out} for that)"
-        )
-    bad = next((c for c in name if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029"), None)
-    if bad is not None:
-        raise ConfigurationError(
-            f"{where} {name!r} holds the control character {bad!r}: a replica's name appears in log lines, status "
-            "rows and lock names; use letters, digits, '_', '-' or '.'"
-        )
-    return name
-
-
-def replica_name(replica: str | None, database: str) -> str:
-    """The name of a :class:`Replicator`'s replica: ``replica`` checked (:func:`check_replica_name`), or the
-    database's name when it is None."""
-    if replica is None:
-        return database
-    return check_replica_name(replica, where="Replicator(replica=...)", leave_out="pass replica=None")
 
 
 class StartupStopped(Exception):
