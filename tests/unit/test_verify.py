@@ -622,7 +622,7 @@ def _args(*argv: str) -> argparse.Namespace:
 
 def test_arguments() -> None:
     args = _args("--source", "mysql://u@h/db", "-d", "a", "--tables", "t1, b.t2", "--tables", "t3", "--format", "json")
-    assert args.source == "mysql://u@h/db"
+    assert args.source == ["mysql://u@h/db"]  # --source may be repeated (several servers of one source)
     assert args.database == ["a"]
     assert args.tables == ["t1, b.t2", "t3"]
     assert args.engine == "auto"
