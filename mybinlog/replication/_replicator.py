@@ -34,9 +34,12 @@ from ..errors import (
     BinlogDetachedError,
     ConfigurationError,
     MybinlogError,
+    ReplicaLockedError,
     ReplicationError,
     SourceConnectionError,
     SourceError,
+    TargetConnectionError,
+    TargetError,
     TargetUnavailableError,
     TransactionInterruptedError,
 )
@@ -45,6 +48,7 @@ from ..protocol._position import BinlogPosition
 from ..protocol._transaction import XaStatement, Xid, parse_xa_statement
 from ..sharing import Binlog, BinlogClient, get_binlog_client
 from ..source._dsn import DSN
+from ..source._sql import quote_mysql_ident
 from . import _chschema
 from . import ddl as _ddl
 from ._batch import Change, Entry, add_transaction, rows_entry, table_payload
@@ -56,12 +60,12 @@ from ._checkpoint import (
     save_checkpoint,
     seq_epoch,
 )
-from ._lease import ReplicaLease, ReplicaLockedError, lease_name, target_identity
+from ._lease import ReplicaLease, lease_name, target_identity
 from ._load import copy_tables
 from ._observe import _LoadProgress, count_batch, replica_snapshot
 from ._schema import SchemaChanges, _Table
 from ._settings import ReplicaStatus, ReplicationSettings
-from ._source import SourceConnection, quote_mysql_ident, select_scope
+from ._source import SourceConnection, select_scope
 from ._spill import Spill, entry_bytes, give_memory_back, write_spilled
 from ._startup import connect_source, replica_name
 from ._version import (
@@ -74,15 +78,9 @@ from ._version import (
 from ._watch import SourceWatch
 from ._xa import XaHold, prepared_at, read_prepared
 from ._xa import reached as _reached
-from .target import Target, TargetConnectionError, TargetError, quote_ident, quote_string
+from .target import Target, quote_ident, quote_string
 
-__all__ = [
-    "ReplicaLockedError",
-    "ReplicationError",
-    "ReplicationSettings",
-    "Replicator",
-    "TargetUnavailableError",
-]
+__all__ = ["ReplicationSettings", "Replicator"]
 
 logger = logging.getLogger("mybinlog.replication")
 

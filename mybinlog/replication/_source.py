@@ -12,15 +12,12 @@ from ..protocol._position import BinlogPosition
 from ..protocol._transaction import Xid
 from ..source._connection import BinlogConnection
 from ..source._dsn import DSN
+from ..source._sql import quote_mysql_ident
 
 if TYPE_CHECKING:
     from .ddl import ColumnDef
 
-__all__ = ["SourceConnection", "quote_mysql_ident", "select_scope"]
-
-
-def quote_mysql_ident(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+__all__ = ["SourceConnection", "select_scope"]
 
 
 def _text(value: Any) -> str:
@@ -148,9 +145,7 @@ class SourceConnection:
         return self.info.flavor
 
     async def tables(self, database: str) -> list[str]:
-        rows = await self.query(
-            f"SHOW FULL TABLES FROM {quote_mysql_ident(database)} WHERE Table_type = 'BASE TABLE'"
-        )
+        rows = await self.query(f"SHOW FULL TABLES FROM {quote_mysql_ident(database)} WHERE Table_type = 'BASE TABLE'")
         return sorted(_text(r[0]) for r in rows)
 
     async def estimated_rows(self, database: str, tables: Sequence[str]) -> int:

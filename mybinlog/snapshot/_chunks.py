@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..source._sql import quote_mysql_ident
 
 __all__ = [
     "DENSE_THRESHOLD",
@@ -38,7 +39,6 @@ __all__ = [
     "key_at_most",
     "key_greater",
     "parse_key_range",
-    "quote_mysql_ident",
     "sql_literal",
 ]
 
@@ -74,10 +74,6 @@ ORDERED_TYPES = INTEGER_TYPES | frozenset(
         "inet6",
     }
 )
-
-
-def quote_mysql_ident(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,8 @@ from ..errors import ConfigurationError, MybinlogError, SnapshotError
 from ..protocol._position import BinlogPosition
 from ..replication._observe import _duration
 from ..source._dsn import DSN
-from ._chunks import Chunk, TablePlan, balance, quote_mysql_ident
+from ..source._sql import quote_mysql_ident
+from ._chunks import Chunk, TablePlan, balance
 from ._copy import ChunkResult, CopyJob, CopyTable, copy_partition, meta_columns, parse_spool_name
 from ._plan import choose_key, key_range_filter, plan_table
 from ._source import Watermark, connect_source, gtid_set_at, normalize_create, read_position, show_create_table
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
     from ..replication.target import Target
 
 __all__ = [
-    "SnapshotError",
     "SnapshotOptions",
     "SnapshotProgress",
     "SnapshotResult",
@@ -564,7 +564,8 @@ class _Run:
         beside the replicator and takes no lock."""
         if kind != "initial":
             return
-        from ..replication._lease import ReplicaLease, ReplicaLockedError, lease_name, target_identity
+        from ..errors import ReplicaLockedError
+        from ..replication._lease import ReplicaLease, lease_name, target_identity
 
         lease = ReplicaLease(
             self.dsn,

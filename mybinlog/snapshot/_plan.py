@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
+from ..source._sql import quote_mysql_ident
 from ._chunks import (
     INTEGER_TYPES,
     ORDERED_TYPES,
@@ -26,7 +27,6 @@ from ._chunks import (
     TablePlan,
     even_boundaries,
     key_greater,
-    quote_mysql_ident,
     sql_literal,
 )
 

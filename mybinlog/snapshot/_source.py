@@ -26,7 +26,7 @@ from ..protocol._gtid import parse_gtid_set
 from ..protocol._position import BinlogPosition
 from ..replication._version import binlog_file_number
 from ..source._dsn import DSN
-from ._chunks import quote_mysql_ident
+from ..source._sql import quote_mysql_ident
 
 if TYPE_CHECKING:
     from ..replication._source import SourceConnection

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from ...errors import DdlParseError
+from ...source._sql import quote_mysql_ident as quote_identifier
 
 __all__ = [
     "SQL_MODE_ANSI_QUOTES",
@@ -181,11 +182,6 @@ def _joinable(prev: _Tok, pos: int) -> bool:
 
 # --------------------------------------------------------------------------------------------------------------
 # rendering helpers
-
-
-def quote_identifier(name: str) -> str:
-    """```name``` with backquotes doubled."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 _STRING_ESCAPES = {"\\": "\\\\", "'": "''", "\0": "\\0", "\n": "\\n", "\r": "\\r", "\x1a": "\\Z"}

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ...errors import TypeMappingError
+from ...source._sql import quote_mysql_ident
 
 if TYPE_CHECKING:
     from ..ddl import ColumnDef
@@ -127,7 +128,7 @@ def select_expression(col: ColumnDef) -> str:
     name, and for VECTOR ``CAST(`v` AS BINARY) AS `v```. Drivers decode a VECTOR field (type 242) as ASCII text and
     fail on its float bytes (UnicodeDecodeError); cast to binary it arrives as the little-endian float32 bytes (exact,
     -0.0 kept), which the encoders and :func:`canonical` read. The initial load, the snapshot and verify use it."""
-    quoted = "`" + col.name.replace("`", "``") + "`"
+    quoted = quote_mysql_ident(col.name)
     if _base_name(col) == "vector":
         return f"CAST({quoted} AS BINARY) AS {quoted}"
     return quoted

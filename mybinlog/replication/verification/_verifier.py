@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import ConfigurationError, MybinlogError
 from ...source._dsn import DSN
+from ...source._sql import quote_mysql_ident
 from ._canonical import Canon, fast_canonical
 from ._compare import Match, TableComparer, _sort_key, bucket_count
 from ._replica import _describe_replica, _engine_mode, _from_clause, _qi, _replica_tables, _ReplicaTable
@@ -412,7 +413,8 @@ async def _verify_database(
             continue
         engine = replica_tables.get(name)
         if engine is None:
-            rows = await verifier.source.query(f"SELECT COUNT(*) FROM {_mysql_ident(database)}.{_mysql_ident(name)}")
+            source_table = f"{quote_mysql_ident(database)}.{quote_mysql_ident(name)}"
+            rows = await verifier.source.query(f"SELECT COUNT(*) FROM {source_table}")
             report.tables.append(
                 TableResult(f"{database}.{name}", f"{replica_db}.{name}", status="missing", source_rows=int(rows[0][0]))
             )
@@ -433,10 +435,6 @@ async def _verify_database(
                 rows_ = await verifier.target.query(f"SELECT count() FROM {_qi(replica_db)}.{_qi(name)}")
                 result.replica_rows = int(rows_[0][0] or 0)
             report.tables.append(result)
-
-
-def _mysql_ident(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 async def _connect_source(dsn: DSN) -> SourceConnection:
