@@ -13,8 +13,11 @@ import datetime as dt
 import re
 from typing import TYPE_CHECKING, Any
 
+from ..errors import TypeMappingError
 from . import types as _types
-from .types import TypeMappingError, clickhouse_type, column_kind
+from .target._tsv import quote_ident as _quote
+from .target._tsv import quote_table as _table
+from .types import clickhouse_type, column_kind
 
 if TYPE_CHECKING:
     from .ddl import AlterAction, ColumnDef, TableDef
@@ -59,14 +62,6 @@ def alive_predicate(engine: str) -> str:
     """The condition that keeps live rows of a table of this engine; readers use ``... FROM t FINAL WHERE <it>``."""
     _check_engine(engine)
     return "_is_deleted = 0" if engine == "replacing_is_deleted" else "_sign = 1"
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
-
-
-def _table(database: str, name: str) -> str:
-    return f"{_quote(database)}.{_quote(name)}"
 
 
 def _literal(text: str) -> str:
@@ -145,7 +140,7 @@ def create_table_sql(
     Columns in MySQL order with their mapped types, then the meta columns; ``ORDER BY`` the sorting key
     (:func:`sorting_key`); no partitioning. With insert deduplication (ClickHouse 22.2+) the table keeps the last
     1000 insert tokens (``non_replicated_deduplication_window``) so a replayed batch is dropped by the server.
-    Raises :class:`~.types.TypeMappingError` for a column type that cannot be mapped, or a MySQL column named
+    Raises :class:`~mybinlog.TypeMappingError` for a column type that cannot be mapped, or a MySQL column named
     like a meta column.
     """
     _check_engine(engine)

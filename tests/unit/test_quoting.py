@@ -13,3 +13,13 @@ def test_mysql_identifier_backquotes_doubled_and_nothing_else_escaped() -> None:
     # MySQL has no backslash escapes in identifiers (unlike ClickHouse): a backslash stays one backslash
     assert quote_mysql_ident("a\\b'c\"d é") == "`a\\b'c\"d é`"
     assert quote_identifier is quote_mysql_ident  # the DDL renderer's name for it
+
+
+def test_clickhouse_identifiers_escape_backslash_and_backquote_in_the_schema_sql() -> None:
+    from mybinlog.replication._chschema import truncate_sql
+    from mybinlog.replication.target import quote_ident, quote_table
+
+    assert quote_ident("a`b\\c") == "`a\\`b\\\\c`"
+    assert quote_table("d`b", "t") == "`d\\`b`.`t`"
+    # the ClickHouse schema SQL uses the same quoting (ClickHouse, unlike MySQL, reads backslash escapes)
+    assert truncate_sql("t\\`x", database="d`b") == "TRUNCATE TABLE `d\\`b`.`t\\\\\\`x`"
