@@ -473,20 +473,6 @@ class BinlogClientFactory:
             rows.extend(client.status())
         return rows
 
-    def serve_status(self, address: str, **kwargs: Any) -> Any:
-        """Deprecated (one release): ``mybinlog.serve_status(address, source=factory.status)``. The status server is
-        a layer above sharing (mybinlog.status); this shim finds it at run time, it does not import it."""
-        import importlib
-        import warnings
-
-        warnings.warn(
-            "BinlogClientFactory.serve_status() is deprecated: use mybinlog.serve_status(address, "
-            "source=factory.status)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return importlib.import_module("mybinlog.status").serve_status(address, source=self.status, **kwargs)
-
     async def aclose(self) -> None:
         for client in list(self._clients.values()):
             await client.aclose()

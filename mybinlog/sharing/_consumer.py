@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import bisect
 import time
-import warnings
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Collection
 from dataclasses import dataclass, replace
@@ -53,24 +52,6 @@ _DETACHED = "detached"
 _STOPPED = "stopped"
 _FAILED = "failed"
 _CLOSED = "closed"
-
-_warned: set[str] = set()  # deprecations already announced in this process
-
-
-def _timeout_from_ms(timeout: float | None, timeout_ms: int) -> float:
-    """``read_event(timeout_ms=...)``, deprecated for one release: the same timeout in seconds (warns once)."""
-    if timeout is not None:
-        raise ConfigurationError("give read_event(timeout=seconds), not both timeout and timeout_ms")
-    if "timeout_ms" not in _warned:
-        _warned.add("timeout_ms")
-        warnings.warn(
-            "Binlog.read_event(timeout_ms=...) is deprecated and will be removed in the next release: "
-            "use read_event(timeout=seconds)",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-    return timeout_ms / 1000
-
 
 _Ready: Any = speedups.Ready if speedups is not None else None  # the compiled core's finished awaitable
 
@@ -279,17 +260,13 @@ class Binlog(ObjectReceiveStream[Event]):
         self,
         *,
         timeout: float | None = None,  # noqa: ASYNC109 - ClickHouse's tryReadEvent: None when the timeout passed
-        timeout_ms: int | None = None,
     ) -> Event | None:
         """The next event, or None when ``timeout`` seconds pass first (ClickHouse's ``tryReadEvent``); None: wait as
         long as it takes; 0: only what is already queued.
 
         None means only "the timeout passed": the end and errors are raised as by :meth:`receive`
-        (:class:`anyio.EndOfStream` at the end of a non-blocking source). ``timeout_ms=`` (milliseconds) is
-        deprecated: it warns once and will be removed in the next release.
+        (:class:`anyio.EndOfStream` at the end of a non-blocking source).
         """
-        if timeout_ms is not None:
-            timeout = _timeout_from_ms(timeout, timeout_ms)
         i = self._i
         if i < self._fast_end:  # as in __anext__
             self._i = i + 1

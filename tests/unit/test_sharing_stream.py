@@ -1,7 +1,7 @@
 """The consumer as an anyio object receive stream: ``receive``/``receive_nowait``, the end as ``anyio.EndOfStream``
-(never a sentinel), ``aclose`` (and its alias ``close``), ``statistics()``, ``read_event(timeout=seconds)`` (with the
-deprecated ``timeout_ms``), use inside anyio task groups and cancel scopes on the asyncio backend, and
-``transactions()``: whole transactions with the position to persist after each, and a crash-safe consumer built on it.
+(never a sentinel), ``aclose`` (and its alias ``close``), ``statistics()``, ``read_event(timeout=seconds)``, use
+inside anyio task groups and cancel scopes on the asyncio backend, and ``transactions()``: whole transactions with
+the position to persist after each, and a crash-safe consumer built on it.
 
 Driven by the in-memory sources of tests/unit/test_sharing.py; timeouts run on the virtual clock of
 tests/unit/virtual_time.py.
@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import importlib
 import random
-import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,12 +19,10 @@ import anyio
 import anyio.abc
 import pytest
 
-import mybinlog
 from mybinlog import (
     BinlogClosedError,
     BinlogDetachedError,
     BinlogPosition,
-    ConfigurationError,
     Event,
     GtidEvent,
     MariadbGtidEvent,
@@ -36,7 +32,7 @@ from mybinlog import (
     Transaction,
     XidEvent,
 )
-from mybinlog.sharing import Binlog, BinlogClient, BinlogClientFactory, BinlogStatistics, EventSource, _consumer
+from mybinlog.sharing import Binlog, BinlogClient, BinlogClientFactory, BinlogStatistics, EventSource
 from tests.unit.test_sharing import DSN_TEXT, FakeLog, gtid_of, make_client, read_txns, seqs, wait_until
 from tests.unit.virtual_time import run_in_virtual_time
 
@@ -224,34 +220,6 @@ def test_read_event_timeout_is_in_seconds(monkeypatch: pytest.MonkeyPatch) -> No
     assert isinstance(event, MariadbGtidEvent)
 
 
-def test_read_event_timeout_ms_is_deprecated_and_warns_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_consumer, "_warned", set())
-
-    async def main() -> list[float]:
-        loop = asyncio.get_running_loop()
-        log = FakeLog()
-        client = make_client(log)
-        b = await client.create_binlog(name="b", executed_gtid_set=log.gtids(0))
-        assert await b.read_event(timeout=1.0) is not None  # the fake ROTATE
-        waits = []
-        t0 = loop.time()
-        with pytest.warns(DeprecationWarning, match=r"timeout=seconds"):
-            nothing = await b.read_event(timeout_ms=1500)
-        waits.append(loop.time() - t0)
-        assert nothing is None
-        t0 = loop.time()
-        assert await b.read_event(timeout_ms=250) is None  # no second warning (warnings are errors here)
-        waits.append(loop.time() - t0)
-        with pytest.raises(ConfigurationError, match="not both"):
-            await b.read_event(timeout=1, timeout_ms=1000)
-        with pytest.raises(TypeError):
-            await b.read_event(1500)  # type: ignore[misc]  # keyword-only: an old positional millisecond count fails
-        await b.aclose()
-        return waits
-
-    assert run_in_virtual_time(monkeypatch, main) == [pytest.approx(1.5), pytest.approx(0.25)]
-
-
 # ------------------------------------------------------------------------------------------------------------
 # anyio task groups and cancel scopes on the asyncio backend
 
@@ -433,30 +401,3 @@ async def test_a_crash_safe_consumer_gets_every_transaction_exactly_once() -> No
     assert crashes > 0
     assert seqs(handled) == list(range(1, 41))  # nothing lost, nothing twice
     assert log.open_sources == 0
-
-
-# ------------------------------------------------------------------------------------------------------------
-# the former module
-
-
-def test_the_former_sharing_module_warns_and_still_resolves_its_names() -> None:
-    sys.modules.pop("mybinlog.sharing._sharing", None)
-    with pytest.warns(DeprecationWarning, match="mybinlog.sharing._sharing is deprecated"):
-        old = importlib.import_module("mybinlog.sharing._sharing")
-    for name in ("Binlog", "BinlogClient", "BinlogClientFactory", "BinlogEventsDispatcher", "get_binlog_client"):
-        assert getattr(old, name) is getattr(mybinlog, name)
-    for name in ("serve_status", "read_status", "status_document", "StatusServer"):  # moved to mybinlog.status
-        assert getattr(old, name) is getattr(mybinlog, name)
-    assert old.STATUS_COLUMNS == mybinlog.status.STATUS_COLUMNS
-    assert old.BinlogDetachedError is BinlogDetachedError
-    with pytest.raises(AttributeError, match="NoSuchName"):
-        old.NoSuchName  # noqa: B018
-
-
-def test_factory_serve_status_still_works_and_warns() -> None:
-    from mybinlog import BinlogClientFactory, StatusServer
-
-    factory = BinlogClientFactory()
-    with pytest.warns(DeprecationWarning, match="mybinlog.serve_status"):
-        server = factory.serve_status("file:/nonexistent-dir/status.json")
-    assert isinstance(server, StatusServer)
