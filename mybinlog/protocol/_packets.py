@@ -37,7 +37,6 @@ __all__ = [
     "EofPacket",
     "ErrorPacket",
     "PacketFramer",
-    "PacketSequenceError",
     "StopPacket",
     "UnexpectedPacket",
     "classify_stop",

@@ -41,10 +41,10 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ReplicationError
+from ..errors import ReplicationError, TargetError
 from ..protocol._gtid import parse_gtid_set
 from ..protocol._position import BinlogPosition
-from .target import TargetError, quote_ident, quote_string
+from .target import quote_ident, quote_string
 
 if TYPE_CHECKING:
     from .target import Target

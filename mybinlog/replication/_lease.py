@@ -46,7 +46,7 @@ from ..errors import (
 from ..source._dsn import DSN
 from ._source import SourceConnection
 
-__all__ = ["ReplicaLease", "ReplicaLockedError", "check_standby_target", "lease_name", "target_identity"]
+__all__ = ["ReplicaLease", "check_standby_target", "lease_name", "target_identity"]
 
 logger = logging.getLogger("mybinlog.replication")
 

@@ -17,14 +17,14 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import _failpoints
-from ..errors import MybinlogError, ReplicationError
+from ..errors import MybinlogError, ReplicationError, TargetError
 from ..protocol._events import QueryEvent
 from . import _chschema
 from . import ddl as _ddl
 from . import types as _types
 from ._checkpoint import Checkpoint
 from ._source import SourceConnection
-from .target import Target, TargetError, quote_ident
+from .target import Target, quote_ident
 
 if TYPE_CHECKING:
     from ..protocol._position import BinlogPosition

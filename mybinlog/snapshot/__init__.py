@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from ._chunks import Chunk, TablePlan
 from ._job import (
-    SnapshotError,
     SnapshotOptions,
     SnapshotProgress,
     SnapshotResult,
@@ -28,7 +27,6 @@ from ._job import (
 
 __all__ = [
     "Chunk",
-    "SnapshotError",
     "SnapshotOptions",
     "SnapshotProgress",
     "SnapshotResult",

@@ -152,7 +152,7 @@ class WireProtocol(asyncio.BufferedProtocol):
     async def read_batch(self, max_bytes: int = DEFAULT_BATCH_BYTES) -> tuple[list[bytes], StopPacket | None]:
         """The buffered events of a binlog stream (waits for at least one packet): see
         :meth:`PacketFramer.next_batch`. Raises :class:`ConnectionLost` and
-        :class:`~mybinlog.protocol._packets.PacketSequenceError`."""
+        :class:`~mybinlog.PacketSequenceError`."""
         framer = self.framer
         while True:
             batch = framer.next_batch(max_bytes)

@@ -511,8 +511,9 @@ async def _meta_exists(url: str) -> bool:
 async def test_ddl_during_snapshot_fails_clearly(
     spark: Any, server: MariaDBServer, db: str, db_conn: Any, clickhouse_server: Any, tmp_path: Path
 ) -> None:
+    from mybinlog import SnapshotError
     from mybinlog.replication import load_checkpoint, open_target
-    from mybinlog.snapshot import SnapshotError, run_snapshot
+    from mybinlog.snapshot import run_snapshot
 
     _populate_extra(db_conn, "t", list(range(1, 3001)))
     url = clickhouse_server.url()

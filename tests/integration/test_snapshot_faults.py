@@ -261,8 +261,9 @@ async def test_new_initial_snapshot_replaces_what_a_killed_one_left(
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    from mybinlog import SnapshotError
     from mybinlog.replication import load_checkpoint, open_target
-    from mybinlog.snapshot import SnapshotError, run_snapshot
+    from mybinlog.snapshot import run_snapshot
     from mybinlog.snapshot._state import StateStore
 
     _populate_extra(db_conn, "big", list(range(1, 3001)))  # chunks 0-5

@@ -9,14 +9,12 @@ from typing import Any
 
 import pytest
 
-from mybinlog import ConfigurationError
+from mybinlog import ConfigurationError, TargetConnectionError, TargetError
 from mybinlog.replication.target import (
     Capabilities,
     ChdbTarget,
     HttpTarget,
     Target,
-    TargetConnectionError,
-    TargetError,
     open_target,
     quote_bytes,
     quote_ident,

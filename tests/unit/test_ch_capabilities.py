@@ -9,12 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mybinlog import ConfigurationError
+from mybinlog import ConfigurationError, TargetConnectionError, TargetError
 from mybinlog.replication.target import (
     FEATURE_VERSIONS,
     Capabilities,
-    TargetConnectionError,
-    TargetError,
     _chdb,
     _http,
     _interface,

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from mybinlog import TypeMappingError
 from mybinlog.replication import ddl
 from mybinlog.replication._chschema import (
     ENGINES,
@@ -35,7 +36,6 @@ from mybinlog.replication.ddl import ColumnDef, TableDef, parse_create_table
 from mybinlog.replication.target import Capabilities
 from mybinlog.replication.types import (
     NULL_FIELD,
-    TypeMappingError,
     canonical,
     clickhouse_type,
     f32_repr,

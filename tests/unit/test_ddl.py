@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mybinlog
+from mybinlog import DdlApplyError, DdlParseError
 from mybinlog.replication.ddl import (
     SQL_MODE_ANSI_QUOTES,
     SQL_MODE_NO_BACKSLASH_ESCAPES,
@@ -29,8 +30,6 @@ from mybinlog.replication.ddl import (
     CreateTable,
     CreateTableLike,
     CreateTableSelect,
-    DdlApplyError,
-    DdlParseError,
     DropColumn,
     DropDatabase,
     DropIndex,

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from mybinlog import PacketSequenceError
 from mybinlog.errors import DecodeError, TruncatedError
 from mybinlog.protocol._packets import (
     MAX_PACKET_PAYLOAD,
     EofPacket,
     ErrorPacket,
     PacketFramer,
-    PacketSequenceError,
     StopPacket,
     UnexpectedPacket,
     classify_stop,

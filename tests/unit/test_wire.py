@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from mybinlog.protocol._packets import MAX_PACKET_PAYLOAD, EofPacket, PacketFramer, PacketSequenceError
+from mybinlog import PacketSequenceError
+from mybinlog.protocol._packets import MAX_PACKET_PAYLOAD, EofPacket, PacketFramer
 from mybinlog.source._wire import ConnectionLost, WireProtocol
 
 MAX = MAX_PACKET_PAYLOAD

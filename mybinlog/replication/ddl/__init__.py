@@ -21,7 +21,7 @@ Decisions
   the replicator stops that table with the reason. A data-changing statement (``INSERT``, ``UPDATE``,
   ``DELETE``, ``REPLACE``, ``LOAD DATA``) is also :class:`Unsupported`: in a binlog it means the server logged
   that statement instead of row events (``binlog_format`` is STATEMENT or MIXED), so its rows are not there.
-  :func:`parse_create_table` raises :class:`DdlParseError` instead.
+  :func:`parse_create_table` raises :class:`~mybinlog.DdlParseError` instead.
 * Temporary tables are not replicated (MySQL does not log their rows in ROW format): ``CREATE TEMPORARY
   TABLE`` and ``DROP TEMPORARY TABLE`` give ``[]``.
 * ``CREATE TABLE ... SELECT`` gives :class:`CreateTableSelect` (the resulting column types are not in the
@@ -66,7 +66,6 @@ on it (the ClickHouse schema, the type mapping, the replicator, verify, the snap
 
 from __future__ import annotations
 
-from ...errors import DdlApplyError, DdlParseError
 from ._apply import apply_actions, apply_alter
 from ._lexer import (
     SQL_MODE_ANSI_QUOTES,
@@ -125,9 +124,7 @@ __all__ = [
     "CreateTable",
     "CreateTableLike",
     "CreateTableSelect",
-    "DdlApplyError",
     "DdlOp",
-    "DdlParseError",
     "DropColumn",
     "DropDatabase",
     "DropIndex",

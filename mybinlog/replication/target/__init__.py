@@ -17,9 +17,9 @@ version reads and writes the same way (18.16 to today) and it carries every type
   UTF-8 (a ``String`` column holding binary data) are decoded with ``surrogateescape``, so
   ``value.encode("utf-8", "surrogateescape")`` gives back the exact bytes.
 
-Errors are :class:`TargetError` (the server's message, its error code and the SQL, truncated); a server that
-cannot be reached raises :class:`TargetConnectionError` (``retriable``). Passwords never appear in descriptions,
-reprs or messages.
+Errors are :class:`~mybinlog.TargetError` (the server's message, its error code and the SQL, truncated); a server
+that cannot be reached raises :class:`~mybinlog.TargetConnectionError` (``retriable``). Passwords never appear in
+descriptions, reprs or messages.
 
 Embedded ClickHouse allows one data directory per process at a time (chdb's ``EmbeddedServer``): opening the same
 directory again shares it (each target gets its own chdb connection), opening a different directory while one is
@@ -46,7 +46,6 @@ type mapping, the schema, the replicator and verify build on it.
 
 from __future__ import annotations
 
-from ...errors import TargetConnectionError, TargetError
 from ._capabilities import FEATURE_VERSIONS, Capabilities
 from ._chdb import ChdbTarget
 from ._http import HttpTarget
@@ -68,8 +67,6 @@ __all__ = [
     "ChdbTarget",
     "HttpTarget",
     "Target",
-    "TargetConnectionError",
-    "TargetError",
     "FEATURE_VERSIONS",
     "PASSWORD_ENV",
     "open_target",

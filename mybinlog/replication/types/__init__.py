@@ -33,7 +33,6 @@ only :mod:`mybinlog.replication.ddl` and :mod:`mybinlog.replication.target`.
 
 from __future__ import annotations
 
-from ...errors import TypeMappingError
 from ._canonical import Canonical, canonical, values_match
 from ._encoders import Encoder, implicit_default, make_encoder, make_row_encoder, make_rows_encoder, zero_field
 from ._mapping import Kind, clickhouse_type, column_kind, column_spec, select_expression
@@ -44,7 +43,6 @@ __all__ = [
     "Canonical",
     "Encoder",
     "Kind",
-    "TypeMappingError",
     "canonical",
     "clickhouse_type",
     "column_kind",

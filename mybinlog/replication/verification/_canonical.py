@@ -10,7 +10,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from ...errors import MybinlogError
+from ...errors import MybinlogError, TypeMappingError
 
 if TYPE_CHECKING:
     from ..ddl import ColumnDef
@@ -62,7 +62,7 @@ _TEMPLATES: weakref.WeakKeyDictionary[Callable[..., Any], tuple[str, Canon]] = w
 def _column_template(
     col: ColumnDef, caps: Capabilities, *, side: Literal["source", "clickhouse"], replica_type: str | None
 ) -> tuple[str, Canon]:
-    from ..types import TypeMappingError, canonical, column_spec
+    from ..types import canonical, column_spec
 
     slow = canonical(col, caps, side=side)
     spec = column_spec(col, caps)
