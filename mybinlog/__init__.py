@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import typing as _typing
 
-from . import _compat
+from ._lazy import lazy_names as _lazy_names
 from .errors import (
     AuthenticationError,
     BinlogClosedError,
@@ -95,94 +95,67 @@ from .protocol._table import ColumnInfo, TableMap
 from .source._dsn import DSN
 from .source._files import iter_binlog_events, read_binlog_file
 
-if _typing.TYPE_CHECKING:  # imported on first use (below): `mybinlog dump` and file readers start faster without them
-    from .protocol._transaction import Transaction, XaStatement, Xid, parse_xa_statement
-    from .sharing import (
-        Binlog,
-        BinlogClient,
-        BinlogClientFactory,
-        BinlogClientStatistics,
-        BinlogEventsDispatcher,
-        BinlogStatistics,
-        BinlogStatus,
-        get_binlog_client,
-        get_binlog_client_factory,
+if _typing.TYPE_CHECKING:  # for type checkers only (`X as X`: exported); at run time the names below are lazy
+    from .protocol._transaction import (  # noqa: I001 (one import per module)
+        Transaction as Transaction,
+        XaStatement as XaStatement,
+        Xid as Xid,
+        parse_xa_statement as parse_xa_statement,
     )
-    from .source._connection import ServerInfo
-    from .source._stream import BinlogStream
-    from .status import MetricsCollector, StatusServer, read_status, serve_status, status_document
+    from .sharing import (
+        Binlog as Binlog,
+        BinlogClient as BinlogClient,
+        BinlogClientFactory as BinlogClientFactory,
+        BinlogClientStatistics as BinlogClientStatistics,
+        BinlogEventsDispatcher as BinlogEventsDispatcher,
+        BinlogStatistics as BinlogStatistics,
+        BinlogStatus as BinlogStatus,
+        get_binlog_client as get_binlog_client,
+        get_binlog_client_factory as get_binlog_client_factory,
+    )
+    from .source._connection import ServerInfo as ServerInfo
+    from .source._stream import BinlogStream as BinlogStream
+    from .status import (
+        MetricsCollector as MetricsCollector,
+        StatusServer as StatusServer,
+        read_status as read_status,
+        serve_status as serve_status,
+        status_document as status_document,
+    )
 
-# name -> module, for the names imported on first use (the asyncio connection, sharing and status layers)
-_LAZY = {
-    "Binlog": ".sharing",
-    "BinlogClient": ".sharing",
-    "BinlogClientFactory": ".sharing",
-    "BinlogEventsDispatcher": ".sharing",
-    "BinlogStatistics": ".sharing",
-    "BinlogClientStatistics": ".sharing",
-    "BinlogStatus": ".sharing",
-    "get_binlog_client": ".sharing",
-    "get_binlog_client_factory": ".sharing",
-    "MetricsCollector": ".status",
-    "StatusServer": ".status",
-    "read_status": ".status",
-    "serve_status": ".status",
-    "status_document": ".status",
-    "Transaction": ".protocol._transaction",
-    "XaStatement": ".protocol._transaction",
-    "Xid": ".protocol._transaction",
-    "parse_xa_statement": ".protocol._transaction",
-    "BinlogStream": ".source._stream",
-    "ServerInfo": ".source._connection",
-}
-
-
-def __getattr__(name: str) -> _typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
+# imported on first use: `mybinlog dump` and the file readers start faster without the asyncio connection, sharing
+# and status layers
+_LAZY, __getattr__, __dir__ = _lazy_names(
+    __name__,
+    {
+        ".source._stream": ("BinlogStream",),
+        ".source._connection": ("ServerInfo",),
+        ".sharing": (
+            "get_binlog_client",
+            "get_binlog_client_factory",
+            "BinlogClientFactory",
+            "BinlogClient",
+            "BinlogEventsDispatcher",
+            "Binlog",
+            "BinlogStatistics",
+            "BinlogClientStatistics",
+            "BinlogStatus",
+        ),
+        ".status": ("StatusServer", "serve_status", "read_status", "status_document", "MetricsCollector"),
+        ".protocol._transaction": ("Transaction", "XaStatement", "Xid", "parse_xa_statement"),
+    },
+)
 
 __version__ = "0.1.0.dev0"
 
-__all__ = [
+__all__ = [  # and the lazy names (below)
     # reading
-    "BinlogStream",
     "BinlogPosition",
-    "ServerInfo",
     "DSN",
     "read_binlog_file",
     "iter_binlog_events",
     "EventDecoder",
     "implementation",
-    # sharing
-    "get_binlog_client",
-    "get_binlog_client_factory",
-    "StatusServer",
-    "serve_status",
-    "read_status",
-    "status_document",
-    "MetricsCollector",
-    "BinlogClientFactory",
-    "BinlogClient",
-    "BinlogEventsDispatcher",
-    "Binlog",
-    "BinlogStatistics",
-    "BinlogClientStatistics",
-    "Transaction",
-    "XaStatement",
-    "Xid",
-    "parse_xa_statement",
-    "BinlogStatus",
     # events
     "Event",
     "EventType",
@@ -262,5 +235,4 @@ __all__ = [
     "ReplicaLockedError",
     "SnapshotError",
 ]
-
-_compat.install()  # the module paths of 0.1 (mybinlog._sharing, ...), with a DeprecationWarning
+__all__ += _LAZY

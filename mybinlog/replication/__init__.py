@@ -19,81 +19,39 @@ alters from the :mod:`.ddl` model, written through a :mod:`.target` (a server ov
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from ._checkpoint import Checkpoint, load_checkpoint, save_checkpoint
-    from ._replicator import (
-        ReplicaLockedError,
-        ReplicationError,
-        Replicator,
-        TargetUnavailableError,
+from .._lazy import lazy_names
+
+if TYPE_CHECKING:  # for type checkers only (`X as X`: exported); at run time the names below are lazy
+    from ._checkpoint import (  # noqa: I001 (one import per module)
+        Checkpoint as Checkpoint,
+        load_checkpoint as load_checkpoint,
+        save_checkpoint as save_checkpoint,
     )
-    from ._settings import ReplicaStatus, ReplicationSettings
-    from ._version import snapshot_version, transaction_version
-    from .target import Capabilities, Target, TargetError, open_target
-    from .verification import ColumnDifference, RowDifference, TableResult, VerifyReport, verify
+    from ._replicator import Replicator as Replicator
+    from ._settings import ReplicaStatus as ReplicaStatus, ReplicationSettings as ReplicationSettings
+    from ._version import snapshot_version as snapshot_version, transaction_version as transaction_version
+    from .target import Capabilities as Capabilities, Target as Target, open_target as open_target
+    from .verification import (
+        ColumnDifference as ColumnDifference,
+        RowDifference as RowDifference,
+        TableResult as TableResult,
+        VerifyReport as VerifyReport,
+        verify as verify,
+    )
 
-# Names are imported when first used (PEP 562): the snapshot's Spark workers import this package for a few helpers
+# Names are imported when first used: the snapshot's Spark workers import this package for a few helpers
 # (``_version``, the row encoders) and should not pay for the replicator, the sharing client and the DDL parser at
-# every worker start (about 0.15 s each).
-_WHERE = {
-    "Checkpoint": "._checkpoint",
-    "load_checkpoint": "._checkpoint",
-    "save_checkpoint": "._checkpoint",
-    "ReplicaLockedError": "._replicator",
-    "ReplicaStatus": "._settings",
-    "ReplicationError": "._replicator",
-    "ReplicationSettings": "._settings",
-    "Replicator": "._replicator",
-    "TargetUnavailableError": "._replicator",
-    "snapshot_version": "._version",
-    "transaction_version": "._version",
-    "Capabilities": ".target",
-    "Target": ".target",
-    "TargetError": ".target",
-    "open_target": ".target",
-    "ColumnDifference": ".verification",
-    "RowDifference": ".verification",
-    "TableResult": ".verification",
-    "VerifyReport": ".verification",
-    "verify": ".verification",
-}
-
-
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(where, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
-
-__all__ = [
-    "Capabilities",
-    "Checkpoint",
-    "ColumnDifference",
-    "ReplicaLockedError",
-    "ReplicaStatus",
-    "ReplicationError",
-    "ReplicationSettings",
-    "Replicator",
-    "RowDifference",
-    "TableResult",
-    "Target",
-    "TargetError",
-    "TargetUnavailableError",
-    "VerifyReport",
-    "load_checkpoint",
-    "open_target",
-    "save_checkpoint",
-    "snapshot_version",
-    "transaction_version",
-    "verify",
-]
+# every worker start (about 0.15 s each). The errors are mybinlog's (mybinlog.errors).
+__all__, __getattr__, __dir__ = lazy_names(
+    __name__,
+    {
+        "._checkpoint": ("Checkpoint", "load_checkpoint", "save_checkpoint"),
+        "._replicator": ("Replicator",),
+        "._settings": ("ReplicaStatus", "ReplicationSettings"),
+        "._version": ("snapshot_version", "transaction_version"),
+        ".target": ("Capabilities", "Target", "open_target"),
+        ".verification": ("ColumnDifference", "RowDifference", "TableResult", "VerifyReport", "verify"),
+    },
+)

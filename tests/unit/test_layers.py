@@ -19,16 +19,16 @@ ROOT = Path(mybinlog.__file__).parent
 ALLOWED: dict[str, set[str]] = {
     "errors": {"protocol"},  # names BinlogPosition for type checking only
     "_failpoints": set(),
-    "_compat": set(),  # serves the old module paths through importlib, importing nothing itself
+    "_lazy": set(),  # the packages' names imported on first use (PEP 562), importing nothing itself
     "protocol": {"errors"},
     "source": {"protocol", "errors"},
     "sharing": {"source", "protocol", "errors"},
     "status": {"sharing", "source", "protocol", "errors"},
-    "replication": {"sharing", "status", "source", "protocol", "errors", "_failpoints"},
+    "replication": {"sharing", "status", "source", "protocol", "errors", "_failpoints", "_lazy"},
     "snapshot": {"replication", "sharing", "source", "protocol", "errors"},
     "cli": {"snapshot", "replication", "status", "sharing", "source", "protocol", "errors", "testing", "_failpoints"},
     "testing": set(),
-    "__init__": {"errors", "protocol", "source", "sharing", "status", "_compat"},
+    "__init__": {"errors", "protocol", "source", "sharing", "status", "_lazy"},
     "__main__": {"cli"},
 }
 # the spark-submit entry script lives in the snapshot package (its path is what users pass to spark-submit) but is

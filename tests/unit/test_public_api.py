@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 import types
@@ -92,3 +93,42 @@ def test_core_import_is_light_and_lazy_names_resolve() -> None:
     assert out.strip() == "ok"
     with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
         mybinlog.NoSuchName  # noqa: B018
+
+
+@pytest.mark.parametrize("package", ["mybinlog", "mybinlog.replication"])
+def test_every_public_name_imports_and_type_checkers_see_the_lazy_ones(package: str) -> None:
+    """`from package import X` works for every X of __all__ (the lazy names too), and the lazy names are exactly the
+    ones the package imports under `if TYPE_CHECKING:` as `X as X` (what mypy --strict reads as exported)."""
+    code = f"from {package} import *; import {package} as p; assert all(n in globals() for n in p.__all__); print('ok')"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "ok"
+    module = importlib.import_module(package)
+    assert len(module.__all__) == len(set(module.__all__))
+    tree = ast.parse(Path(module.__file__ or "").read_text())
+    typed = {
+        alias.asname
+        for node in tree.body
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for imp in node.body
+        if isinstance(imp, ast.ImportFrom)
+        for alias in imp.names
+        if alias.asname == alias.name
+    }
+    lazy = getattr(module, "_LAZY", module.__all__)  # mybinlog.replication has lazy names only
+    assert typed == set(lazy)
+
+
+def test_errors_are_exported_from_mybinlog_and_mybinlog_errors_only() -> None:
+    """An error class has two import paths: mybinlog.errors and mybinlog. No other module lists one in __all__."""
+    import mybinlog.errors
+
+    errors = {n for n, v in vars(mybinlog.errors).items() if isinstance(v, type) and issubclass(v, BaseException)}
+    assert errors <= set(mybinlog.__all__)
+    root = Path(mybinlog.__file__).parent
+    for path in sorted(root.rglob("*.py")):
+        if path in (root / "__init__.py", root / "errors.py"):
+            continue
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+                listed = {ast.literal_eval(e) for e in getattr(node.value, "elts", [])}
+                assert not listed & errors, f"{path.relative_to(root)} exports {sorted(listed & errors)}"
