@@ -23,3 +23,24 @@ def test_clickhouse_identifiers_escape_backslash_and_backquote_in_the_schema_sql
     assert quote_table("d`b", "t") == "`d\\`b`.`t`"
     # the ClickHouse schema SQL uses the same quoting (ClickHouse, unlike MySQL, reads backslash escapes)
     assert truncate_sql("t\\`x", database="d`b") == "TRUNCATE TABLE `d\\`b`.`t\\\\\\`x`"
+
+
+def test_one_tsv_escape_for_the_row_encoders_and_the_targets() -> None:
+    from mybinlog.replication.target import tsv_escape
+    from mybinlog.replication.types import _encoders
+
+    assert _encoders._escape is tsv_escape
+    assert tsv_escape("plain é ✓") == "plain é ✓"
+    assert tsv_escape("\x07\x1b") == "\x07\x1b"  # not printable, but not a TabSeparated escape either
+    assert tsv_escape("\\N") == "\\\\N"
+    assert tsv_escape("\\t\t\n\r\0\b\f\\") == "\\\\t\\t\\n\\r\\0\\b\\f\\\\"
+
+
+def test_tsv_field_text_keeps_escaped_bytes_apart_where_tsv_unescape_joins_them() -> None:
+    from mybinlog.replication.target import tsv_unescape
+    from mybinlog.replication.types import tsv_field_text
+
+    assert tsv_field_text("\\xC3\\xA9") == "\udcc3\udca9"
+    assert tsv_unescape("\\xC3\\xA9") == "é"
+    for field in ("a\\tb\\\\c\\Nd\\x41\\q", "\\N", "plain"):
+        assert tsv_field_text(field) == tsv_unescape(field)

@@ -49,9 +49,7 @@ def quote_bytes(b: bytes) -> str:
     return "'" + "".join(out) + "'"
 
 
-_TSV_ESCAPES = str.maketrans(
-    {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\0": "\\0", "\b": "\\b", "\f": "\\f"}
-)
+_TSV_ESCAPES = (("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"), ("\0", "\\0"), ("\b", "\\b"), ("\f", "\\f"))
 _TSV_BYTE_ESCAPES = (
     (b"\\", b"\\\\"),  # first: the escapes below add backslashes
     (b"\t", b"\\t"),
@@ -64,8 +62,19 @@ _TSV_BYTE_ESCAPES = (
 
 
 def tsv_escape(value: str) -> str:
-    """One TabSeparated field for a text value (backslash, tab, newline, CR, NUL, BS, FF escaped)."""
-    return value.translate(_TSV_ESCAPES)
+    """One TabSeparated field for a text value (backslash, tab, newline, CR, NUL, BS, FF escaped).
+
+    The row encoders call it for every text value: printable text without a backslash (most of it) is returned
+    as it is, and the rest is replaced escape by escape (several times faster than ``str.translate``).
+    """
+    if value.isprintable() and "\\" not in value:
+        return value
+    if "\\" in value:
+        value = value.replace("\\", "\\\\")  # first: the escapes below add backslashes
+    for raw, escaped in _TSV_ESCAPES:
+        if raw in value:
+            value = value.replace(raw, escaped)
+    return value
 
 
 def tsv_escape_bytes(value: bytes) -> str:

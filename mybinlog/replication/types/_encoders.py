@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import TypeMappingError
 from ...protocol._accel import speedups
+from ..target._tsv import tsv_escape as _escape
 from ._mapping import _Spec, _spec
 from ._values import (
     _DEC_CONTEXT,
@@ -25,7 +26,6 @@ from ._values import (
     _as_text,
     _bytes_text,
     _datetime_formatter,
-    _escape,
     _ipv4_int,
     _ipv6_packed,
     _ipv6_text,

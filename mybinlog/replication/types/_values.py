@@ -14,6 +14,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from ..target._tsv import _UNESCAPE_RE, _unescape_match
+
 __all__ = ["NULL_FIELD", "f32_repr", "tsv_field_text"]
 
 
@@ -22,39 +24,19 @@ NULL_FIELD = "\\N"
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# TabSeparated escaping
-
-
-def _escape(text: str) -> str:
-    """Escape one TabSeparated field (backslash, tab, newline, CR, NUL, backspace, form feed)."""
-    if text.isprintable() and "\\" not in text:
-        return text
-    if "\\" in text:
-        text = text.replace("\\", "\\\\")
-    for raw, esc in _ESCAPES:
-        if raw in text:
-            text = text.replace(raw, esc)
-    return text
-
-
-_ESCAPES = (("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"), ("\0", "\\0"), ("\b", "\\b"), ("\f", "\\f"))
-_UNESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "0": "\0", "a": "\a", "v": "\v", "e": "\x1b"}
-_UNESCAPE_RE = re.compile(r"\\(x[0-9A-Fa-f]{2}|.)", re.DOTALL)
-
-
-def _unescape_one(match: re.Match[str]) -> str:
-    seq = match.group(1)
-    if len(seq) == 3:  # \xHH: one byte
-        return bytes((int(seq[1:], 16),)).decode("utf-8", "surrogateescape")
-    return _UNESCAPES.get(seq, seq)
+# TabSeparated fields (escaping: target/_tsv's tsv_escape)
 
 
 def tsv_field_text(field: str) -> str | None:
-    """The value of one TabSeparated field (``None`` for ``\\N``); binary data stays surrogate-escaped."""
+    """The value of one TabSeparated field (``None`` for ``\\N``); binary data stays surrogate-escaped.
+
+    Unlike :func:`~mybinlog.replication.target.tsv_unescape`, ``\\xHH`` escapes stay one surrogate-escaped byte
+    each (they are not joined into UTF-8 characters): the field is an encoder's output, compared byte for byte.
+    """
     if field == NULL_FIELD:
         return None
     if "\\" in field:
-        return _UNESCAPE_RE.sub(_unescape_one, field)
+        return _UNESCAPE_RE.sub(_unescape_match, field)
     return field
 
 
