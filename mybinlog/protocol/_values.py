@@ -39,6 +39,7 @@ from collections.abc import Callable
 from decimal import Decimal
 
 from mybinlog.errors import DecodeError, TruncatedError
+from mybinlog.protocol._reader import read_packed_int
 
 __all__ = [
     "DATETIME2_SIZE",
@@ -551,27 +552,10 @@ def decode_integer(buf: bytes, pos: int, type_code: int, unsigned: bool) -> tupl
 
 
 def decode_packed_int(buf: bytes, pos: int) -> tuple[int | None, int]:
-    """Decode a length-encoded integer: one byte < 0xfb; 0xfb NULL (None); 0xfc/0xfd/0xfe + 2/3/8 bytes LE."""
-    n = len(buf)
-    if pos >= n:
-        raise _truncated("length-encoded integer", pos, 1, buf)
-    first = buf[pos]
-    if first < 0xFB:
-        return first, pos + 1
-    if first == 0xFB:
+    """Decode a length-encoded integer: one byte < 0xfb; 0xfb NULL (None); 0xfc/0xfd/0xfe + 2/3/8 bytes LE.
+
+    :func:`~mybinlog.protocol._reader.read_packed_int` (where NULL is not allowed) with 0xfb read as NULL.
+    """
+    if pos < len(buf) and buf[pos] == 0xFB:
         return None, pos + 1
-    if first == 0xFC:
-        size = 2
-    elif first == 0xFD:
-        size = 3
-    elif first == 0xFE:
-        size = 8
-    else:
-        raise DecodeError(
-            f"byte 0xff at offset {pos} does not start a length-encoded integer (0xff is reserved for error "
-            "packets): the data is corrupt or the decoder is out of step with it"
-        )
-    end = pos + 1 + size
-    if end > n:
-        raise _truncated("length-encoded integer", pos, 1 + size, buf)
-    return _from_bytes(buf[pos + 1 : end], "little"), end
+    return read_packed_int(buf, pos)

@@ -565,6 +565,25 @@ def test_packed_int_round_trip(value: int) -> None:
     assert decode_packed_int(data, 0) == (value, len(data))
 
 
+@given(st.binary(max_size=10))
+def test_packed_int_is_the_binlog_reader_with_null(data: bytes) -> None:
+    """Row values read 0xfb as NULL; everywhere else in the binlog (read_packed_int) it is an error."""
+    from mybinlog.protocol._reader import read_packed_int
+
+    try:
+        expected: tuple[int | None, int] | type[Exception] = read_packed_int(data, 0)
+    except DecodeError as exc:
+        expected = type(exc)
+    if data[:1] == b"\xfb":
+        assert expected is DecodeError
+        assert decode_packed_int(data, 0) == (None, 1)
+    elif isinstance(expected, tuple):
+        assert decode_packed_int(data, 0) == expected
+    else:
+        with pytest.raises(expected):
+            decode_packed_int(data, 0)
+
+
 def test_format_time_text() -> None:
     assert format_time_text(datetime.timedelta(hours=100, microseconds=5), 6) == "100:00:00.000005"
     assert format_time_text(-datetime.timedelta(seconds=1), 0) == "-00:00:01"
