@@ -45,6 +45,7 @@ from ..errors import ReplicationError, TargetError
 from ..protocol._gtid import parse_gtid_set
 from ..protocol._position import BinlogPosition
 from .target import quote_ident, quote_string
+from .target import tsv_escape as _tsv
 
 if TYPE_CHECKING:
     from .target import Target
@@ -300,9 +301,3 @@ async def _checkpoint_row(target: Target, checkpoint: Checkpoint, meta_database:
         ensure_ascii=False,
     )
     return ("\t".join((_tsv(checkpoint.replica), str(checkpoint.seq), _tsv(state))) + "\n").encode("utf-8")
-
-
-def _tsv(text: str) -> str:
-    return (
-        text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r").replace("\0", "\\0")
-    )

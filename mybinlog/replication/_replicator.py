@@ -780,11 +780,10 @@ class Replicator(SchemaChanges):
 
     async def _wait_mutations(self) -> None:
         deadline = time.monotonic() + 300
-        db = self.target_database.replace("'", "\\'")
+        db = quote_string(self.target_database)
+        sql = f"SELECT count() FROM system.mutations WHERE database = {db} AND is_done = 0"
         while True:
-            rows = await self.target.query(
-                f"SELECT count() FROM system.mutations WHERE database = '{db}' AND is_done = 0"
-            )
+            rows = await self.target.query(sql)
             if not rows or int(rows[0][0] or 0) == 0:
                 return
             if time.monotonic() > deadline:

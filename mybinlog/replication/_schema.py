@@ -24,7 +24,7 @@ from . import ddl as _ddl
 from . import types as _types
 from ._checkpoint import Checkpoint
 from ._source import SourceConnection
-from .target import Target, quote_ident
+from .target import Target, quote_ident, quote_string
 
 if TYPE_CHECKING:
     from ..protocol._position import BinlogPosition
@@ -309,8 +309,8 @@ class SchemaChanges:
             await self.target.execute(f"RENAME TABLE {src} TO {dst}")
         except TargetError:
             rows = await self.target.query(
-                f"SELECT name FROM system.tables WHERE database = '{_esc(self.target_database)}' "
-                f"AND name IN ('{_esc(old)}', '{_esc(new)}')"
+                f"SELECT name FROM system.tables WHERE database = {quote_string(self.target_database)} "
+                f"AND name IN ({quote_string(old)}, {quote_string(new)})"
             )
             names = {r[0] for r in rows}
             if not (new in names and old not in names):
@@ -347,10 +347,6 @@ class SchemaChanges:
 
 # ------------------------------------------------------------------------------------------------------------
 # helpers
-
-
-def _esc(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
 def _copy_table(definition: _ddl.TableDef, schema: str, name: str) -> _ddl.TableDef:

@@ -44,3 +44,13 @@ def test_tsv_field_text_keeps_escaped_bytes_apart_where_tsv_unescape_joins_them(
     assert tsv_unescape("\\xC3\\xA9") == "é"
     for field in ("a\\tb\\\\c\\Nd\\x41\\q", "\\N", "plain"):
         assert tsv_field_text(field) == tsv_unescape(field)
+
+
+def test_checkpoint_rows_and_schema_queries_use_the_one_clickhouse_quoting() -> None:
+    from mybinlog.replication import _checkpoint
+    from mybinlog.replication.target import quote_string, tsv_escape, tsv_unescape
+
+    assert _checkpoint._tsv is tsv_escape
+    text = 'r\\1\t\n\r\0\b\f{"a":"é"}'
+    assert tsv_unescape(tsv_escape(text)) == text
+    assert quote_string("d'b\\x") == "'d\\'b\\\\x'"
