@@ -36,7 +36,7 @@ from mybinlog.cli._status import register
 from mybinlog.sharing import Binlog, BinlogClient, BinlogClientFactory, EventSource
 from mybinlog.testing._mariadb import MariaDBServer
 
-COLUMNS_COUNT = 19
+COLUMNS_COUNT = 20  # ClickHouse's 19 columns of system.mysql_binlogs, then dispatcher_source_server
 
 
 def _client(server: MariaDBServer, buffer_bytes: int = 1 << 20, flush_ms: int = 50) -> BinlogClient:
