@@ -23,6 +23,7 @@ class TcpProxy:
         self.blackholed = False
         self.forwarded_at = 0.0
         self._stall_budget: int | None = None
+        self.delay = 0.0  # seconds each chunk from a client waits before it is forwarded (a slow link or server)
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -84,6 +85,8 @@ class TcpProxy:
                 while data := await src.read(65536):
                     if self.blackholed:
                         continue
+                    if self.delay and dst is not writer:
+                        await asyncio.sleep(self.delay)  # the link's latency, not synchronisation
                     if dst is writer:
                         budget = self._stall_budget
                         if budget is not None:

@@ -23,9 +23,10 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -34,6 +35,7 @@ from mybinlog.errors import StatusReadError
 from mybinlog.status import read_status
 from tests.compare import assert_replica_equal
 from tests.faults import ReplicateProcess, TxnWriter, create_tables, source_dsn
+from tests.proxy import ProxyThread
 from tests.servers import MariaDBServer
 
 pytestmark = pytest.mark.integration
@@ -68,8 +70,22 @@ def dump_connections(server: MariaDBServer) -> int:
     )
 
 
+@pytest.fixture
+def slow_link(clickhouse_server: Any) -> Iterator[ProxyThread]:
+    """A link to the ClickHouse server that adds 30 ms to each request: a batch of the slow replica (several
+    requests) takes longer than the dispatcher's flush interval, so its 1 KiB queue is still full when the next
+    batch comes (a detach whatever the machine's speed; its own speed used to decide)."""
+    parts = urlsplit(clickhouse_server.url(with_password=False))
+    link = ProxyThread(parts.hostname or "127.0.0.1", parts.port or 8123)
+    link.proxy.delay = 0.03
+    try:
+        yield link
+    finally:
+        link.close()
+
+
 async def test_three_replicas_of_two_databases_one_connection_a_slow_one_detaches_and_merges_back(
-    fresh_server: MariaDBServer, clickhouse_server: Any, tmp_path: Path
+    fresh_server: MariaDBServer, clickhouse_server: Any, tmp_path: Path, slow_link: ProxyThread
 ) -> None:
     server = fresh_server
     flavor = server.flavor
@@ -83,6 +99,8 @@ async def test_three_replicas_of_two_databases_one_connection_a_slow_one_detache
     chdb_dir = tmp_path / "chdb"
     sock = tmp_path / "status.sock"
     server_url = clickhouse_server.url(with_password=False)
+    port = urlsplit(server_url).port or 8123
+    slow_url = server_url.replace(f":{port}", f":{slow_link.port}", 1)
     config = tmp_path / "replicas.toml"
     config.write_text(
         f"""
@@ -101,6 +119,10 @@ password_env = "{PASSWORD_VARIABLE}"
 url = "{server_url}"
 password_file = "ch.pw"          # relative to this file
 
+[targets.slow]
+url = "{slow_url}"
+password_file = "ch.pw"
+
 [targets.local]
 url = "chdb://{chdb_dir}"
 
@@ -116,7 +138,7 @@ target_database = "cfg_shop_local_{flavor}"
 engine = "collapsing"
 
 [replicas.{slow}]
-target = "server"
+target = "slow"
 database = "crm"
 target_database = "cfg_crm_{flavor}"
 max_bytes_in_binlog_queue = 1024
