@@ -126,6 +126,12 @@ class ProxyThread:
     def port(self) -> int:
         return self.proxy.port
 
+    def cut(self) -> int:
+        """:meth:`TcpProxy.cut` on the proxy's loop."""
+        cut = self.call("cut")
+        assert isinstance(cut, int)
+        return cut
+
     def call(self, method: str, *args: object) -> object:
         """Run a method of the proxy on its loop and return its result."""
 

@@ -298,6 +298,11 @@ class BinlogStream:
         except BaseException:
             await conn.close()
             raise
+        self._use(conn, index)
+
+    def _use(self, conn: BinlogConnection, index: int) -> None:
+        """Read from now on from ``conn``, the DSN's ``index``-th server (and send the process's other connections
+        there first)."""
         self._conn = conn
         self._server_index = index
         self._server_uuid = conn.info.server_uuid
@@ -724,10 +729,7 @@ class BinlogStream:
                 except BaseException:
                     await conn.close()
                     raise
-                self._conn = conn
-                self._server_index = index
-                self._server_uuid = conn.info.server_uuid
-                prefer_server(self.dsn, index)
+                self._use(conn, index)
                 another = index != old_index or bool(old_server_id and conn.info.server_id != old_server_id)
                 # already yielded in the interrupted transaction: those re-seen since the last reconnect plus
                 # those not re-seen yet (a second cut can come while skipping)

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from mybinlog import BinlogStream, SourceConnectionError, SourceHistoryError
-from mybinlog.protocol._events import WriteRowsEvent
 from mybinlog.testing import MariaDBServer
+from tests.failover import inserted_ids
 from tests.proxy import TcpProxy
 
 pytestmark = pytest.mark.asyncio
@@ -69,18 +69,6 @@ def _last_number(gtid_position: str) -> int:
     return int(re.split(r"[-:]", gtid_position.strip())[-1])
 
 
-async def _ids(stream: BinlogStream, want: int) -> list[int]:
-    """The ids of the rows inserted into the test table, until ``want`` of them were read (deadline: 120 s)."""
-    seen: list[int] = []
-    async with asyncio.timeout(120):
-        async for event in stream:
-            if isinstance(event, WriteRowsEvent) and event.table.name == "t":
-                seen.extend(int(row[0]) for row in event.rows)
-                if len(seen) >= want:
-                    break
-    return seen
-
-
 async def _until(condition: Callable[[], bool], what: str, limit_s: float = 60) -> None:
     try:
         async with asyncio.timeout(limit_s):
@@ -114,9 +102,9 @@ async def test_a_lagging_replica_is_waited_for_then_followed(
         reconnect_backoff=(0.1, 0.5),
     ) as stream:
         _insert(primary, range(1, 21), "primary")
-        first = await _ids(stream, 20)
+        first = await inserted_ids(stream, 20)
         primary.kill()
-        reader = asyncio.ensure_future(_ids(stream, 20))
+        reader = asyncio.ensure_future(inserted_ids(stream, 20))
         try:
             # the stream tried the replica and found it behind its position: it must wait, not read it
             await _until(lambda: "lags behind" in caplog.text or reader.done(), "the replica is found lagging")
@@ -151,13 +139,13 @@ async def test_a_replica_that_never_catches_up_ends_the_stream_naming_the_missin
     ) as stream:
         _insert(primary, range(1, 6), "primary")
         wrote = _last_number(primary.gtid_position())
-        assert await _ids(stream, 5) == [1, 2, 3, 4, 5]
+        assert await inserted_ids(stream, 5) == [1, 2, 3, 4, 5]
         uuid = primary.server_uuid if server_kind == "mysql" else ""
         primary.kill()
         replica.promote()  # without the five transactions: they never reached it
         assert _last_number(replica.gtid_position()) == had
         with pytest.raises(SourceConnectionError) as info:
-            await _ids(stream, 1)
+            await inserted_ids(stream, 1)
     message = str(info.value)
     _says(message, "for 5 s", "lags behind")
     if server_kind == "mysql":
@@ -178,13 +166,13 @@ async def _refused_as_other_topology(primary: MariaDBServer, other: MariaDBServe
         _dsn(primary, other), heartbeat_period=1, max_reconnect_seconds=120, max_reconnect_attempts=1000
     ) as stream:
         _insert(primary, range(1, 6), "primary")
-        await _ids(stream, 5)
+        await inserted_ids(stream, 5)
         position, others = primary.gtid_position(), other.gtid_position()
         primary.kill()
         # refused at once, not retried until the budget is spent (that would end with a SourceConnectionError)
         with pytest.raises(SourceHistoryError) as info:
             async with asyncio.timeout(60):
-                await _ids(stream, 1)
+                await inserted_ids(stream, 1)
         assert stream.failovers == 0
     message = str(info.value)
     assert "not a server of the same replication topology" in message, message
@@ -233,12 +221,12 @@ async def test_a_half_open_connection_is_detected_and_the_next_server_read(
     ):
         assert stream.source == f"127.0.0.1:{proxy.port}"
         _insert(primary, range(1, 11), "primary")
-        first = await _ids(stream, 10)
+        first = await inserted_ids(stream, 10)
         proxy.blackhole()  # the primary goes on (and its replica with it); the stream hears nothing more
         _insert(primary, range(11, 21), "primary")
         replica.wait_for_gtids(primary.gtid_position())
         async with asyncio.timeout(60):
-            rest = await _ids(stream, 10)
+            rest = await inserted_ids(stream, 10)
         moved = time.monotonic()
         assert first + rest == list(range(1, 21))
         assert stream.failovers == 1
@@ -273,11 +261,11 @@ async def test_without_gtids_a_move_to_another_server_is_refused(
         max_reconnect_attempts=1000,
     ) as stream:
         _insert(primary, range(1, 6), "primary")
-        assert await _ids(stream, 5) == [1, 2, 3, 4, 5]
+        assert await inserted_ids(stream, 5) == [1, 2, 3, 4, 5]
         primary.kill()
         with pytest.raises(SourceHistoryError) as info:
             async with asyncio.timeout(60):
-                await _ids(stream, 1)
+                await inserted_ids(stream, 1)
         assert stream.failovers == 0
     message = str(info.value)
     _says(message, "Turn on GTIDs", "server_id 2")

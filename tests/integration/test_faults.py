@@ -16,10 +16,8 @@ the long randomized run with random kills and restarts is in test_replication_cr
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +34,7 @@ from tests.faults import (
     target_for,
     write,
 )
-from tests.proxy import TcpProxy
+from tests.proxy import ProxyThread
 from tests.servers import MariaDBServer
 
 pytestmark = pytest.mark.integration
@@ -236,7 +234,6 @@ async def test_collapsing_batch_merged_before_its_checkpoint_is_not_replayed(
     await assert_replica_equal(server, DB, clickhouse_server.url(), engine="collapsing", target_database=name)
 
 
-
 async def test_rotations_and_clickhouse_restart_mid_stream(
     fresh_server: MariaDBServer, clickhouse_server: Any, tmp_path: Path
 ) -> None:
@@ -267,33 +264,6 @@ async def test_rotations_and_clickhouse_restart_mid_stream(
     await assert_replica_equal(server, DB, clickhouse_server.url(), engine="collapsing", target_database=name)
 
 
-class _ProxyThread:
-    """A :class:`TcpProxy` on its own event loop in a thread, for a child process to connect through."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.proxy = TcpProxy(host, port)
-        asyncio.run_coroutine_threadsafe(self.proxy.__aenter__(), self.loop).result(30)
-
-    @property
-    def port(self) -> int:
-        return self.proxy.port
-
-    def cut(self) -> int:
-        async def cut() -> int:
-            return self.proxy.cut()
-
-        return asyncio.run_coroutine_threadsafe(cut(), self.loop).result(30)
-
-    def close(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.proxy.__aexit__(None, None, None), self.loop).result(30)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(30)
-        self.loop.close()
-
-
 async def test_connections_cut_through_a_proxy(
     fresh_server: MariaDBServer, clickhouse_server: Any, tmp_path: Path
 ) -> None:
@@ -302,8 +272,8 @@ async def test_connections_cut_through_a_proxy(
     server = fresh_server
     server.create_database(DB)
     create_tables(server, DB, filler=2_000)
-    source_proxy = _ProxyThread(server.host, server.port)
-    target_proxy = _ProxyThread(clickhouse_server.host, clickhouse_server.http_port)
+    source_proxy = ProxyThread(server.host, server.port)
+    target_proxy = ProxyThread(clickhouse_server.host, clickhouse_server.http_port)
     writer = TxnWriter(server, DB)
     try:
         url = f"http://default@127.0.0.1:{target_proxy.port}"
@@ -411,7 +381,7 @@ async def test_failover_to_a_replica_with_the_same_gtid_history(
     for _ in range(5):
         primary.flush_binary_logs()
     _follow(standby, primary)
-    proxy = _ProxyThread(primary.host, primary.port)
+    proxy = ProxyThread(primary.host, primary.port)
     url, env = target_for(kind, clickhouse_server, tmp_path / "ch")
     name = f"{DB}_{server_kind}_failover_{kind}"
     try:

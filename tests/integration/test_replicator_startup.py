@@ -46,7 +46,7 @@ async def _wait_for_retry(caplog: pytest.LogCaptureFixture, task: asyncio.Future
             task.result()  # raises what ended it
             pytest.fail("run() returned while the source was unreachable")
         assert time.monotonic() < deadline, caplog.text
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # polling the log until the condition holds (bounded by the deadline)
 
 
 # the start-up wait comes before anything a flavour does differently: one flavour is enough

@@ -7,16 +7,15 @@ refuse a server it cannot follow safely.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from mybinlog import BinlogStream, PreconditionError, SourceHistoryError, TransactionInterruptedError
-from mybinlog.protocol._events import WriteRowsEvent
 from mybinlog.source._connection import BinlogConnection
 from mybinlog.testing import MariaDBServer
+from tests.failover import inserted_ids
 
 pytestmark = pytest.mark.asyncio
 
@@ -39,18 +38,6 @@ def _dsn(*servers: MariaDBServer) -> str:
     return f"mysql://{first.repl_user}:{first.repl_password}@{hosts}"
 
 
-async def _ids(stream: BinlogStream, want: int) -> list[int]:
-    """The ids of the rows inserted into the test table, until ``want`` of them were read."""
-    seen: list[int] = []
-    async with asyncio.timeout(120):
-        async for event in stream:
-            if isinstance(event, WriteRowsEvent) and event.table.name == "t":
-                seen.extend(int(row[0]) for row in event.rows)
-                if len(seen) >= want:
-                    return seen
-    return seen
-
-
 async def test_a_stream_follows_a_promoted_replica_without_skip_or_repeat(
     server_kind: str, server_factory: Callable[..., MariaDBServer]
 ) -> None:
@@ -59,13 +46,13 @@ async def test_a_stream_follows_a_promoted_replica_without_skip_or_repeat(
         assert stream.source == f"{primary.host}:{primary.port}"
         for i in range(1, 51):
             primary.execute(f"INSERT INTO `{DB}`.t VALUES ({i}, 'primary')")
-        first = await _ids(stream, 20)
+        first = await inserted_ids(stream, 20)
         replica.wait_for_gtids(primary.gtid_position())
         primary.kill()
         replica.promote()
         for i in range(51, 101):
             replica.execute(f"INSERT INTO `{DB}`.t VALUES ({i}, 'replica')")
-        rest = await _ids(stream, 100 - len(first))
+        rest = await inserted_ids(stream, 100 - len(first))
         assert first + rest == list(range(1, 101))
         assert stream.failovers == 1
         assert stream.source == f"{replica.host}:{replica.port}"
@@ -88,7 +75,7 @@ async def test_a_replica_with_an_errant_transaction_is_refused(
     primary, replica = _pair(server_factory, server_kind)
     async with BinlogStream(_dsn(primary, replica), heartbeat_period=1, max_reconnect_seconds=30) as stream:
         primary.execute(f"INSERT INTO `{DB}`.t VALUES (1, 'primary')")
-        await _ids(stream, 1)
+        await inserted_ids(stream, 1)
         # written on the replica itself (MariaDB: in a domain of its own, else the replica's strict mode stops the
         # replication of the primary's next transaction in domain 0: that case is a unit test of the check)
         domain = "SET SESSION gtid_domain_id = 7; " if server_kind == "mariadb" else ""
@@ -98,11 +85,11 @@ async def test_a_replica_with_an_errant_transaction_is_refused(
             cur.execute(f"INSERT INTO `{DB}`.t VALUES (1000, 'errant')")
         primary.execute(f"INSERT INTO `{DB}`.t VALUES (2, 'primary')")  # replicated after it
         replica.wait_for_gtids(primary.gtid_position())
-        await _ids(stream, 1)
+        await inserted_ids(stream, 1)
         primary.kill()
         replica.promote()
         with pytest.raises(SourceHistoryError, match="errant transaction") as info:
-            await _ids(stream, 1)
+            await inserted_ids(stream, 1)
     assert "server_id 2" in str(info.value)
 
 
@@ -119,11 +106,11 @@ async def test_a_server_that_does_not_log_what_it_replicates_is_refused(
     async with BinlogStream(_dsn(primary, replica), heartbeat_period=1, max_reconnect_seconds=30) as stream:
         primary.execute(f"INSERT INTO `{DB}`.t VALUES (1, 'primary')")
         primary.execute(f"INSERT INTO `{DB}`.t VALUES (2, 'primary')")
-        assert await _ids(stream, 2) == [1, 2]
+        assert await inserted_ids(stream, 2) == [1, 2]
         replica.wait_for_gtids(primary.gtid_position())
         primary.kill()
         with pytest.raises(PreconditionError, match=r"(replica|slave)_updates=OFF"):
-            await _ids(stream, 1)
+            await inserted_ids(stream, 1)
 
 
 async def test_a_refused_server_is_skipped_for_a_good_one_further_down_the_list(
@@ -137,19 +124,19 @@ async def test_a_refused_server_is_skipped_for_a_good_one_further_down_the_list(
     good.follow(primary)
     async with BinlogStream(_dsn(primary, errant, good), heartbeat_period=1, max_reconnect_seconds=30) as stream:
         primary.execute(f"INSERT INTO `{DB}`.t VALUES (1, 'primary')")
-        assert await _ids(stream, 1) == [1]
+        assert await inserted_ids(stream, 1) == [1]
         with errant.connect() as conn, conn.cursor() as cur:
             if server_kind == "mariadb":
                 cur.execute("SET SESSION gtid_domain_id = 7")
             cur.execute(f"INSERT INTO `{DB}`.t VALUES (1000, 'errant')")
         primary.execute(f"INSERT INTO `{DB}`.t VALUES (2, 'primary')")
-        assert await _ids(stream, 1) == [2]
+        assert await inserted_ids(stream, 1) == [2]
         errant.wait_for_gtids(primary.gtid_position())
         good.wait_for_gtids(primary.gtid_position())
         primary.kill()
         good.promote()
         good.execute(f"INSERT INTO `{DB}`.t VALUES (3, 'good')")
-        assert await _ids(stream, 1) == [3]
+        assert await inserted_ids(stream, 1) == [3]
         assert stream.source == f"{good.host}:{good.port}"
         assert stream.failovers == 1
 
@@ -169,10 +156,10 @@ async def test_another_host_with_the_same_server_id_is_not_taken_for_the_same_se
         other.execute(f"INSERT INTO `{DB}`.t VALUES ({i}, 'other')")
     async with BinlogStream(_dsn(primary, other), heartbeat_period=1, max_reconnect_seconds=30) as stream:
         primary.execute(f"INSERT INTO `{DB}`.t VALUES (1, 'primary')")
-        assert await _ids(stream, 1) == [1]
+        assert await inserted_ids(stream, 1) == [1]
         primary.kill()
         with pytest.raises(SourceHistoryError):
-            await _ids(stream, 1)
+            await inserted_ids(stream, 1)
     assert stream.failovers == 0
 
 
@@ -192,7 +179,7 @@ async def test_a_failover_in_the_middle_of_a_transaction_says_so_and_goes_on_fro
     rows = 60_000
     async with BinlogStream(_dsn(primary, replica), heartbeat_period=1, max_reconnect_seconds=30) as stream:
         primary.execute(f"INSERT INTO `{DB}`.t VALUES (0, 'start')")
-        assert await _ids(stream, 1) == [0]
+        assert await inserted_ids(stream, 1) == [0]
         conn = primary.connect(database=DB, autocommit=False)
         try:
             with conn.cursor() as cur:
@@ -203,14 +190,14 @@ async def test_a_failover_in_the_middle_of_a_transaction_says_so_and_goes_on_fro
         finally:
             conn.close()
         replica.wait_for_gtids(primary.gtid_position())
-        partial = await _ids(stream, 50)  # a part of the big transaction (the server is still sending it)
+        partial = await inserted_ids(stream, 50)  # a part of the big transaction (the server is still sending it)
         assert partial[0] == 1
         assert len(partial) < rows
         primary.kill()
         replica.promote()
         replica.execute(f"INSERT INTO `{DB}`.t VALUES ({rows + 1}, 'end')")
         with pytest.raises(TransactionInterruptedError):
-            await _ids(stream, rows + 1)
-        again = await _ids(stream, rows + 1)
+            await inserted_ids(stream, rows + 1)
+        again = await inserted_ids(stream, rows + 1)
         assert again == list(range(1, rows + 2))
         assert stream.failovers == 1
