@@ -26,6 +26,7 @@ from ..source._stream import BinlogStream
 from ._consumer import Binlog
 from ._dispatcher import BinlogEventsDispatcher
 from ._items import SHARED_DECODE_MIN_BYTES, _Batch, _held, _Item, _private_copy
+from ._queue import _Feed, _QueueState
 from ._rows import BinlogClientStatistics, BinlogStatus
 from ._source import EventSource, SourceFactory
 
@@ -134,7 +135,34 @@ class BinlogClient:
 
     @property
     def dispatchers(self) -> list[BinlogEventsDispatcher]:
-        return [d for d in self._dispatchers if not d.stopped and not d._stopping]
+        return [d for d in self._dispatchers if not d.stopping]
+
+    def _consumer(
+        self,
+        name: str,
+        position: BinlogPosition,
+        databases: Collection[str] | None,
+        tables: Collection[str] | None,
+        max_bytes: int,
+        max_wait_ms: int,
+        executed: GtidSet | None,
+    ) -> _Feed:
+        """A new consumer queue (its state, its receiving end and its dispatcher end) at ``position``; ``executed``:
+        what it executed beyond its dispatcher's positions (None: nothing)."""
+        q = _QueueState(
+            name=name,
+            max_bytes=max_bytes,
+            max_waiting_ms=max_wait_ms,
+            databases=frozenset(databases) if databases is not None else None,
+            tables=frozenset(tables) if tables is not None else None,
+            share=self._share,
+            window_step=self.shared_decode_bytes >> 3,
+            left=self._consumer_gone,
+            position=position,
+            routed=position,
+            base=executed,
+        )
+        return _Feed(Binlog(self, q), q)
 
     def create_binlog(
         self,
@@ -221,54 +249,40 @@ class BinlogClient:
         if attachable and not isinstance(requested, str):
             for d in self._dispatchers:
                 if d.can_accept(requested):
-                    c = Binlog(
-                        self,
-                        name,
-                        position=self._attach_position(d, requested),
-                        databases=databases,
-                        tables=tables,
-                        max_bytes=max_bytes,
-                        max_waiting_ms=max_wait_ms,
-                        requested=requested,
-                    )
-                    d._attach(c, requested)
-                    self._consumers.add(c)
-                    logger.info("%s: consumer %s attached to %s at %s", self.name, name, d.name, c.position)
-                    return c
+                    pos = self._attach_position(d, requested)
+                    feed = self._consumer(name, pos, databases, tables, max_bytes, max_wait_ms, requested)
+                    d.attach(feed, requested)
+                    self._consumers.add(feed.binlog)
+                    logger.info("%s: consumer %s attached to %s at %s", self.name, name, d.name, pos)
+                    return feed.binlog
         source = await self._source_factory(start)
         try:
             start = source.position
-            c = Binlog(
-                self,
-                name,
-                position=start,
-                databases=databases,
-                tables=tables,
-                max_bytes=max_bytes,
-                max_waiting_ms=max_wait_ms,
-                requested=None,
-            )
+            feed = self._consumer(name, start, databases, tables, max_bytes, max_wait_ms, None)
             d = BinlogEventsDispatcher(
                 self,
                 f"dispatcher-{next(self._ids)}",
                 source,
                 max_bytes=self.max_bytes_in_binlog_dispatcher_buffer,
                 max_flush_ms=self.max_flush_milliseconds_in_binlog_dispatcher,
-                sync_to=[x for x in self._dispatchers if not x.stopped and not x._stopping],
+                sync_to=self.dispatchers,
+                clock=self._clock,
+                on_stopped=self._dispatcher_done,
+                on_detached=self._consumers.discard,
             )
         except BaseException:
             await source.close()
             raise
-        d._attach(c, None)
+        d.attach(feed, None)
         self._dispatchers.append(d)
-        self._consumers.add(c)
+        self._consumers.add(feed.binlog)
         if self._factory is not None:
             self._factory._register(self)
         d.start()
-        assert d._task is not None
-        self._tasks.add(d._task)
+        assert d.task is not None
+        self._tasks.add(d.task)
         logger.info("%s: consumer %s on new dispatcher %s at %s", self.name, name, d.name, start)
-        return c
+        return feed.binlog
 
     def _share(self, batch: _Batch, end: int) -> None:
         """A consumer has read ``batch`` up to entry ``end``, the first to read that far: the rows events it read
@@ -323,15 +337,10 @@ class BinlogClient:
         if not self._consumers and not self._dispatchers and self._factory is not None:
             self._factory._unregister(self)
 
-    def _consumer_detached(self, c: Binlog) -> None:
-        self._consumers.discard(c)
-
     async def _consumer_gone(self, c: Binlog, d: BinlogEventsDispatcher | None) -> None:
         self._consumers.discard(c)
         if d is not None:
-            d._remove(c)
-            if not d._consumers:
-                await d.aclose()
+            await d.leave(c)
         await self._reap()
         if not self._consumers and self._factory is not None:
             self._factory._unregister(self)

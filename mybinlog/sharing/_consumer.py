@@ -1,20 +1,18 @@
 """The consumer: :class:`Binlog` (ClickHouse's ``IBinlog``), an anyio object receive stream of events.
 
-A dispatcher puts batches into its queue (:meth:`Binlog._put`, bounded in bytes); the consumer hands their events out
-one at a time. The common case (an event of a shared batch that does not move the position) is handed out inline by
-``__anext__``/``receive``/``read_event`` with no other work; the rest (a transaction end, a marker, the end of a
-batch, waiting for the next one) goes through :meth:`Binlog._poll`. Routing state (skip sets, what the consumer
-executed beyond its dispatcher) is kept here and used by the dispatcher that serves the consumer.
+:class:`Binlog` is the receiving end of one consumer queue; the queue's state is declared once in
+:class:`~._queue._QueueState`, and the dispatcher fills it through the other end, :class:`~._queue._Feed` (bounded in
+bytes). The consumer hands the events out one at a time. The common case (an event of a shared batch that does not
+move the position) is handed out inline by ``__anext__``/``receive``/``read_event`` with no other work; the rest (a
+transaction end, a marker, the end of a batch, waiting for the next one) goes through :meth:`Binlog._poll`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import bisect
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Collection
-from dataclasses import dataclass, replace
+from collections.abc import AsyncIterator, Awaitable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from anyio import EndOfStream, WouldBlock
@@ -22,23 +20,11 @@ from anyio.abc import ObjectReceiveStream
 
 from ..errors import BinlogClosedError, BinlogDetachedError, BinlogStoppedError, ConfigurationError
 from ..protocol._accel import speedups
-from ..protocol._events import Event, RowsEvent
-from ..protocol._gtid import GtidSet
+from ..protocol._events import Event
 from ..protocol._position import BinlogPosition
 from ..protocol._transaction import Transaction, TransactionCollector
-from ._items import (
-    _ERROR,
-    _FORWARDED,
-    _NO_BATCH,
-    _NOT_FORWARDED,
-    _ROWS,
-    _WINDOW_STEP,
-    _Batch,
-    _Entry,
-    _gtid_set_contains,
-    _Item,
-    _union,
-)
+from ._items import _NO_BATCH, _NOT_FORWARDED, _Item
+from ._queue import CLOSED, DETACHED, ENDED, FAILED, _QueueState
 
 if TYPE_CHECKING:
     from ._client import BinlogClient
@@ -46,12 +32,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Binlog", "BinlogStatistics"]
 
-
-_ENDED = "ended"
-_DETACHED = "detached"
-_STOPPED = "stopped"
-_FAILED = "failed"
-_CLOSED = "closed"
 
 _Ready: Any = speedups.Ready if speedups is not None else None  # the compiled core's finished awaitable
 
@@ -110,102 +90,75 @@ class Binlog(ObjectReceiveStream[Event]):
     the consumer hands its events out one at a time, with per-event work only where the position moves.
     """
 
-    def __init__(
-        self,
-        client: BinlogClient,
-        name: str,
-        *,
-        position: BinlogPosition,
-        databases: Collection[str] | None,
-        tables: Collection[str] | None,
-        max_bytes: int,
-        max_waiting_ms: int,
-        requested: GtidSet | None,
-    ) -> None:
+    def __init__(self, client: BinlogClient, q: _QueueState) -> None:
         self.client = client
-        self.name = name
-        self.max_bytes = max_bytes
-        self.max_waiting_ms = max_waiting_ms
-        self.databases = frozenset(databases) if databases is not None else None
-        self.tables = frozenset(tables) if tables is not None else None
-        self._position = position
-        self._requested = requested
-        # the queue: batches delivered by the dispatcher (one per flush, or the part of one that fitted); the
-        # first one is being read (_items up to _i), the others wait in _batches
-        self._batch = _NO_BATCH
-        self._items: list[Any] = _NO_BATCH.entries
-        self._i = 0
-        self._end = 0
-        self._fast_end = 0  # __anext__ & co hand out the current batch's items inline up to here (the next mark)
-        self._mark = 0  # the first of the current batch's marks not passed yet
-        self._routed_batch = False  # the current batch has _Routed entries
-        self._batches: deque[_Batch] = deque()
-        self._batches_bytes = 0
-        self._batches_events = 0
-        self._read_bytes = 0  # totals of the batches read (to their end, or dropped)
-        self._read_events = 0
-        self._space_wanted = False  # the dispatcher waits for room: every event read sets _space
-        self._waiting = 0  # tasks waiting in receive/read_event/__anext__ for the next event
-        self._queue_waits = 0  # times the dispatcher waited for room in this queue (counted by the dispatcher)
-        self._queue_wait_seconds = 0.0
-        self._data = asyncio.Event()
-        self._space = asyncio.Event()
-        self._state: str | None = None  # None while attached; _ENDED/_DETACHED/_STOPPED/_FAILED/_CLOSED after
-        self._error: BaseException | None = None
-        self._dispatcher: BinlogEventsDispatcher | None = None
-        # routing state, owned by the dispatcher that serves this consumer
-        # executed beyond the dispatcher's positions (None: nothing); applied when an entry is queued, so that a
-        # merge (which raises it) never moves the position of entries queued before it
-        self._base: GtidSet | None = requested
-        self._routed = position  # the position of the last entry queued
-        self._skip: GtidSet | None = None  # transactions to skip (already executed)
-        self._skipping = False
-        self._await_boundary = False
-        self._wants: dict[tuple[str, str], bool] = {}
+        self.name = q.name
+        self._q = q  # the queue's state, shared with the dispatcher's end (_queue._Feed)
 
     def __repr__(self) -> str:
-        state = self._state or "attached"
-        return f"<Binlog {self.name!r} of {self.client.name} {state} at {self._position}>"
+        q = self._q
+        return f"<Binlog {self.name!r} of {self.client.name} {q.ended or 'attached'} at {q.position}>"
 
     # -- public ----------------------------------------------------------------------------------------------
     @property
     def position(self) -> BinlogPosition:
         """Boundary after the last transaction whose completing event was handed to you (safe to persist)."""
-        return self._position
+        return self._q.position
+
+    @property
+    def max_bytes(self) -> int:
+        """``max_bytes_in_binlog_queue`` (0: unlimited)."""
+        return self._q.max_bytes
+
+    @property
+    def max_waiting_ms(self) -> int:
+        """``max_milliseconds_to_wait_in_binlog_queue``."""
+        return self._q.max_waiting_ms
+
+    @property
+    def databases(self) -> frozenset[str] | None:
+        """The databases whose rows events it receives (None: all)."""
+        return self._q.databases
+
+    @property
+    def tables(self) -> frozenset[str] | None:
+        """The tables whose rows events it receives (None: all)."""
+        return self._q.tables
 
     @property
     def dispatcher(self) -> BinlogEventsDispatcher | None:
         """The dispatcher currently serving this consumer (None once detached, closed or stopped)."""
-        return self._dispatcher
+        return self._q.dispatcher
 
     @property
     def detached(self) -> bool:
-        return self._state == _DETACHED
+        return self._q.ended == DETACHED
 
     @property
     def events_received(self) -> int:
         """Events handed out so far."""
-        return self._read_events + self._taken()[1]
+        return self._q.read_events + self._q.taken()[1]
 
     @property
     def bytes_received(self) -> int:
         """Bytes (``Event.size``) of the events handed out so far."""
-        return self._read_bytes + self._taken()[0]
+        return self._q.read_bytes + self._q.taken()[0]
 
     def statistics(self) -> BinlogStatistics:
         """The queue's use now: events and bytes queued, its limits, the totals handed out, the tasks waiting."""
-        nbytes, nevents = self._taken()
-        batch = self._batch
+        q = self._q
+        nbytes, nevents = q.taken()
+        batch = q.batch
         return BinlogStatistics(
-            size=self._batches_events + batch.nevents - nevents,
-            bytes=self._batches_bytes + batch.nbytes - nbytes,
-            max_bytes=self.max_bytes,
-            max_waiting_ms=self.max_waiting_ms,
-            events_received=self._read_events + nevents,
-            bytes_received=self._read_bytes + nbytes,
-            tasks_waiting_receive=self._waiting,
-            queue_waits=self._queue_waits,
-            queue_wait_seconds=self._queue_wait_seconds,
+            size=q.batches_events + batch.nevents - nevents,
+            bytes=q.batches_bytes + batch.nbytes - nbytes,
+            max_bytes=q.max_bytes,
+            max_waiting_ms=q.max_waiting_ms,
+            events_received=q.read_events + nevents,
+            bytes_received=q.read_bytes + nbytes,
+            tasks_waiting_receive=q.waiting,
+            queue_waits=q.queue_waits,
+            queue_wait_seconds=q.queue_wait_seconds,
         )
 
     def __aiter__(self) -> Binlog:
@@ -214,17 +167,19 @@ class Binlog(ObjectReceiveStream[Event]):
     def __anext__(self) -> Awaitable[Event]:  # type: ignore[override]
         # the common case inline: an event of a shared batch that does not move the position (see _poll); with the
         # compiled core it is returned as an awaitable already done (no coroutine per event)
-        i = self._i
-        if i < self._fast_end and _Ready is not None:
-            self._i = i + 1
-            return _Ready(self._items[i].event)  # type: ignore[no-any-return]
+        q = self._q
+        i = q.i
+        if i < q.fast_end and _Ready is not None:
+            q.i = i + 1
+            return _Ready(q.items[i].event)  # type: ignore[no-any-return]
         return self._anext()
 
     async def _anext(self) -> Event:
-        i = self._i
-        if i < self._fast_end:
-            self._i = i + 1
-            return self._items[i].event  # type: ignore[no-any-return]  # an item before the next mark: an event
+        q = self._q
+        i = q.i
+        if i < q.fast_end:
+            q.i = i + 1
+            return q.items[i].event  # type: ignore[no-any-return]  # an item before the next mark: an event
         try:
             event = self._poll()
             return event if event is not None else await self._wait_for_event()
@@ -238,19 +193,21 @@ class Binlog(ObjectReceiveStream[Event]):
         detach, :class:`BinlogStoppedError` after the dispatcher stopped, the dispatcher's error after it failed (each
         once the events queued before it were handed out, then every time), :class:`BinlogClosedError` once closed.
         """
-        i = self._i
-        if i < self._fast_end:  # as in __anext__
-            self._i = i + 1
-            return self._items[i].event  # type: ignore[no-any-return]
+        q = self._q
+        i = q.i
+        if i < q.fast_end:  # as in __anext__
+            q.i = i + 1
+            return q.items[i].event  # type: ignore[no-any-return]
         event = self._poll()
         return event if event is not None else await self._wait_for_event()
 
     def receive_nowait(self) -> Event:
         """The next event if one is queued, else :class:`anyio.WouldBlock`; the end and errors as :meth:`receive`."""
-        i = self._i
-        if i < self._fast_end:  # as in __anext__
-            self._i = i + 1
-            return self._items[i].event  # type: ignore[no-any-return]
+        q = self._q
+        i = q.i
+        if i < q.fast_end:  # as in __anext__
+            q.i = i + 1
+            return q.items[i].event  # type: ignore[no-any-return]
         event = self._poll()
         if event is None:
             raise WouldBlock
@@ -267,10 +224,11 @@ class Binlog(ObjectReceiveStream[Event]):
         None means only "the timeout passed": the end and errors are raised as by :meth:`receive`
         (:class:`anyio.EndOfStream` at the end of a non-blocking source).
         """
-        i = self._i
-        if i < self._fast_end:  # as in __anext__
-            self._i = i + 1
-            return self._items[i].event  # type: ignore[no-any-return]
+        q = self._q
+        i = q.i
+        if i < q.fast_end:  # as in __anext__
+            q.i = i + 1
+            return q.items[i].event  # type: ignore[no-any-return]
         event = self._poll()
         if event is not None:
             return event
@@ -303,40 +261,42 @@ class Binlog(ObjectReceiveStream[Event]):
         collector = TransactionCollector()
         add = collector.add
         async for event in self:
-            txn = add(event, self._position)
+            txn = add(event, self._q.position)
             if txn is not None:
                 yield txn
 
     async def aclose(self) -> None:
         """Leave the dispatcher (which stops when this was its last consumer) and drop what is queued; reading
         afterwards raises :class:`BinlogClosedError`. Idempotent. Leaving ``async with binlog`` calls it."""
-        if self._state == _CLOSED:
+        q = self._q
+        if q.ended == CLOSED:
             return
-        self._state = _CLOSED
+        q.ended = CLOSED
         self._drop_batch()
-        for batch in self._batches:
+        for batch in q.batches:
             batch.release()
-        self._batches.clear()
-        self._batches_bytes = self._batches_events = 0
-        self._space.set()
-        self._data.set()
-        dispatcher, self._dispatcher = self._dispatcher, None
-        await self.client._consumer_gone(self, dispatcher)
+        q.batches.clear()
+        q.batches_bytes = q.batches_events = 0
+        q.space.set()
+        q.data.set()
+        dispatcher, q.dispatcher = q.dispatcher, None
+        await q.left(self, dispatcher)
 
     close = aclose  # ClickHouse's and the earlier name
 
     async def reopen(self) -> Binlog:
         """A new consumer with the same settings, starting after :attr:`position` (e.g. after a detach)."""
-        if self._state is None:
+        q = self._q
+        if q.ended is None:
             raise ConfigurationError(f"{self.name}: close the consumer before reopening it")
-        if self._position.gtid_set is None and not self._position.file:
+        if q.position.gtid_set is None and not q.position.file:
             raise ConfigurationError(
-                f"{self.name}: cannot reopen from {self._position}: it has neither a GTID set nor a binlog file"
+                f"{self.name}: cannot reopen from {q.position}: it has neither a GTID set nor a binlog file"
             )
         await self.aclose()
         return await self.client.create_binlog(
             name=self.name,
-            position=self._position,
+            position=q.position,
             databases=self.databases,
             tables=self.tables,
             max_bytes_in_binlog_queue=self.max_bytes,
@@ -347,38 +307,39 @@ class Binlog(ObjectReceiveStream[Event]):
     def _poll(self) -> Event | None:
         """The next queued event (its position taken, the sharing window moved), or None when the queue is empty.
         Once the queue is drained it raises what ended the consumer (:meth:`_raise_terminal`)."""
+        q = self._q
         while True:
-            if self._state == _CLOSED:
+            if q.ended == CLOSED:
                 raise BinlogClosedError(f"{self.name}: the consumer is closed; create a new one to read on")
-            i = self._i
-            if i < self._end:
-                self._i = i + 1
+            i = q.i
+            if i < q.end:
+                q.i = i + 1
                 item: _Item | None
-                if self._routed_batch:
-                    entry = self._items[i]
+                if q.routed_batch:
+                    entry = q.items[i]
                     item, pos = entry.item, entry.position
                 else:
-                    item = self._items[i]
+                    item = q.items[i]
                     pos = item.position
                 if pos is not None:
-                    self._position = pos
-                if self._space_wanted:
-                    self._space.set()
-                batch = self._batch
+                    q.position = pos
+                if q.space_wanted:
+                    q.space.set()
+                batch = q.batch
                 if i >= batch.windowed:
-                    self.client._share(batch, i + 1)
-                self._sync_fast()
+                    q.share(batch, i + 1)
+                q.sync_fast()
                 if item is None or item.kind == _NOT_FORWARDED:
                     continue
                 event = item.event
                 assert event is not None
                 return event
-            batch = self._batch
+            batch = q.batch
             if batch is not _NO_BATCH:  # read to its end: let it go
-                if batch.windowed < self._end:
-                    self.client._share(batch, self._end)
+                if batch.windowed < q.end:
+                    q.share(batch, q.end)
                 self._drop_batch()
-            if self._batches:
+            if q.batches:
                 self._next_batch()
                 continue
             self._raise_terminal()
@@ -395,81 +356,45 @@ class Binlog(ObjectReceiveStream[Event]):
     async def _wait(self) -> None:
         """Wait for the dispatcher to queue something or end the consumer (the queue was found empty just before,
         with no await since)."""
-        self._data.clear()
-        self._waiting += 1
+        q = self._q
+        q.data.clear()
+        q.waiting += 1
         try:
-            await self._data.wait()
+            await q.data.wait()
         finally:
-            self._waiting -= 1
+            q.waiting -= 1
 
     def _drop_batch(self) -> None:
         """Stop holding the current batch (read to its end, or the consumer is closed)."""
-        batch = self._batch
+        q = self._q
+        batch = q.batch
         if batch is _NO_BATCH:
             return
-        nbytes, nevents = self._taken()
-        self._read_bytes += nbytes
-        self._read_events += nevents
+        nbytes, nevents = q.taken()
+        q.read_bytes += nbytes
+        q.read_events += nevents
         batch.release()
-        self._batch, self._items, self._i, self._end, self._fast_end = _NO_BATCH, _NO_BATCH.entries, 0, 0, 0
+        q.batch, q.items, q.i, q.end, q.fast_end = _NO_BATCH, _NO_BATCH.entries, 0, 0, 0
 
     def _next_batch(self) -> None:
-        batch = self._batches.popleft()
-        self._batches_bytes -= batch.nbytes
-        self._batches_events -= batch.nevents
-        self._batch = batch
-        self._items = batch.entries
-        self._i = 0
-        self._end = len(batch.entries)
-        self._mark = 0
-        self._routed_batch = batch.routed
-        self._sync_fast()
-
-    def _sync_fast(self) -> None:
-        """Where the fast path of the current batch stops: its next mark (never while the dispatcher waits for room,
-        which every event read must signal)."""
-        if self._space_wanted:
-            self._fast_end = 0
-            return
-        marks = self._batch.marks
-        k = self._mark
-        i = self._i
-        n = len(marks)
-        while k < n and marks[k] < i:
-            k += 1
-        self._mark = k
-        end = marks[k] if k < n else self._end
-        if end - i > 1:
-            # stop at least every _WINDOW_STEP events or 1/8 of the sharing window's bytes, so that the rows events
-            # read go to the window in time (see BinlogClient._share)
-            end = min(end, i + _WINDOW_STEP)
-            cum = self._batch.prefix()[0]
-            step = self.client.shared_decode_bytes >> 3
-            if cum[end] - cum[i] > step:
-                end = max(bisect.bisect_right(cum, cum[i] + step, i, end) - 1, i + 1)
-        self._fast_end = end
-
-    def _taken(self) -> tuple[int, int]:
-        """(bytes, events) handed out from the current batch."""
-        i = self._i
-        if i == 0:
-            return 0, 0
-        batch = self._batch
-        if i >= self._end:
-            return batch.nbytes, batch.nevents
-        cum, counts = batch.prefix()
-        return cum[i], counts[i]
-
-    @property
-    def _bytes(self) -> int:
-        """Bytes queued (what counts against ``max_bytes``)."""
-        return self._batches_bytes + self._batch.nbytes - self._taken()[0]
+        q = self._q
+        batch = q.batches.popleft()
+        q.batches_bytes -= batch.nbytes
+        q.batches_events -= batch.nevents
+        q.batch = batch
+        q.items = batch.entries
+        q.i = 0
+        q.end = len(batch.entries)
+        q.mark = 0
+        q.routed_batch = batch.routed
+        q.sync_fast()
 
     @property
     def _queue(self) -> list[tuple[_Item | None, BinlogPosition | None, BaseException | None, int]]:
         """The entries still queued, one per event or position marker (for inspection: tests, debugging)."""
+        q = self._q
         out: list[tuple[_Item | None, BinlogPosition | None, BaseException | None, int]] = []
-        batches = [(self._batch, self._i), *((b, 0) for b in self._batches)]
+        batches = [(q.batch, q.i), *((b, 0) for b in q.batches)]
         for batch, start in batches:
             for entry in batch.entries[start:]:
                 item, pos = (entry.item, entry.position) if batch.routed else (entry, entry.position)
@@ -478,125 +403,26 @@ class Binlog(ObjectReceiveStream[Event]):
                 out.append((item, pos, None, 0 if item is None else item.size))
         return out
 
-    def _queue_empty(self) -> bool:
-        return self._i >= self._end and not self._batches
-
-    def _fit(self, batch: _Batch, start: int) -> int:
-        """How far (an entry index of ``batch``) its entries from ``start`` fit in the queue now. Markers always
-        fit; one event larger than ``max_bytes`` fits an empty queue."""
-        total = len(batch.entries)
-        limit = self.max_bytes
-        if not limit:
-            return total
-        room = limit - self._bytes
-        if start == 0 and batch.nbytes <= room:
-            return total
-        cum, _ = batch.prefix()
-        end = bisect.bisect_right(cum, cum[start] + max(room, 0), start) - 1
-        if end == start and start < total and self._queue_empty():
-            end = bisect.bisect_right(cum, cum[start + 1], start + 1) - 1  # that event, and the markers after it
-        return end
-
-    def _put(self, batch: _Batch) -> None:
-        self._batches.append(batch)
-        self._batches_bytes += batch.nbytes
-        self._batches_events += batch.nevents
-        self._data.set()
-
     def _raise_terminal(self) -> None:
-        state = self._state
+        q = self._q
+        state = q.ended
         if state is None:
             return
-        if state == _ENDED:
+        if state == ENDED:
             raise EndOfStream
-        if state == _DETACHED:
-            gtids = self._position.gtid_set
+        if state == DETACHED:
+            gtids = q.position.gtid_set
             raise BinlogDetachedError(
                 f"{self.name}: detached from the shared binlog because its queue stayed full for more than "
-                f"{self.max_waiting_ms} ms (max_bytes_in_binlog_queue={self.max_bytes}); everything up to "
-                f"{self._position} was delivered. Re-create the consumer from that position "
+                f"{q.max_waiting_ms} ms (max_bytes_in_binlog_queue={q.max_bytes}); everything up to "
+                f"{q.position} was delivered. Re-create the consumer from that position "
                 f"(await binlog.reopen(), or create_binlog(executed_gtid_set={str(gtids)!r})), and read faster "
                 "or raise max_bytes_in_binlog_queue / max_milliseconds_to_wait_in_binlog_queue",
-                position=self._position,
+                position=q.position,
             )
-        if state == _FAILED and self._error is not None:
-            raise self._error
+        if state == FAILED and q.error is not None:
+            raise q.error
         raise BinlogStoppedError(
             f"{self.name}: the dispatcher serving this consumer stopped (its client was closed); create a new "
-            f"consumer from the position you committed (last delivered: {self._position})"
+            f"consumer from the position you committed (last delivered: {q.position})"
         )
-
-    # -- fed by the dispatcher --------------------------------------------------------------------------------
-    def _wants_table(self, schema: str, table: str) -> bool:
-        key = (schema, table)
-        want = self._wants.get(key)
-        if want is None:
-            dbs, tables = self.databases, self.tables
-            want = (dbs is None or schema in dbs) and (
-                tables is None or table in tables or f"{schema}.{table}" in tables
-            )
-            self._wants[key] = want
-        return want
-
-    def _effective(self, pos: BinlogPosition) -> BinlogPosition:
-        """The consumer's position once it has been handed the entry at the dispatcher's ``pos``: that position
-        with everything the consumer had executed beyond it (``_base``), never going backwards."""
-        base = self._base
-        if base is None:
-            self._routed = pos
-            return pos
-        if _gtid_set_contains(pos.gtid_set, base):
-            self._base = None
-            self._routed = pos
-            return pos
-        cur = self._routed
-        gtids = _union(base, pos.gtid_set)
-        if (pos.file, pos.offset) > (cur.file, cur.offset):
-            eff = replace(pos, gtid_set=gtids)
-        else:
-            eff = replace(cur, gtid_set=gtids)
-        self._routed = eff
-        return eff
-
-    def _route(self, item: _Item) -> _Entry | None:
-        """What this consumer gets for ``item``: an entry to queue, or None."""
-        raw = item.position
-        pos = None if raw is None else self._effective(raw)
-        if self._await_boundary:
-            if pos is None:
-                return None
-            self._await_boundary = False
-            return (None, pos, None)
-        if item.is_gtid:
-            skip = self._skip
-            self._skipping = skip is not None and item.gtid is not None and item.gtid in skip
-        if self._skipping:
-            if pos is None:
-                return None
-            self._skipping = False
-            if self._skip is not None and raw is not None and _gtid_set_contains(raw.gtid_set, self._skip):
-                self._skip = None
-            return (None, pos, None)
-        if raw is not None and self._skip is not None and _gtid_set_contains(raw.gtid_set, self._skip):
-            self._skip = None
-        kind = item.kind
-        if kind == _FORWARDED:
-            return (item, pos, None)
-        if kind == _ROWS:
-            event = item.event
-            assert isinstance(event, RowsEvent)
-            if self._wants_table(event.table.schema, event.table.name):
-                return (item, pos, None)
-        elif kind == _ERROR:
-            table = item.table
-            if table is None or self._wants_table(*table):
-                return (None, pos, item.error)
-        return (None, pos, None) if pos is not None else None
-
-    def _finish(self, state: str, error: BaseException | None = None) -> None:
-        if self._state is None:
-            self._state = state
-            self._error = error
-            self._dispatcher = None
-        self._data.set()
-        self._space.set()

@@ -1,9 +1,10 @@
 """The dispatcher: :class:`BinlogEventsDispatcher` reads one upstream connection and fans its events out.
 
-Its reader task moves events from the source into the dispatcher buffer as :class:`~._items._Item` objects (tracking
-positions, never decoding rows); its flusher delivers the buffer to the consumer queues (:meth:`_deliver_batch`:
-shared batches, routing, backpressure and detaching), attaches consumers and merges a catch-up dispatcher into the
-one it syncs to. See docs/sharing.md.
+Its reader task moves events from the source into the dispatcher buffer as :class:`~._items._Item` objects (with the
+positions the source hands over: the dispatcher derives none itself; it never decodes rows); its flusher delivers the
+buffer to the consumer queues (:meth:`_deliver_batch`: shared batches, routing, backpressure and detaching) through
+each queue's dispatcher end (:class:`~._queue._Feed`, the whole interface it has to a consumer), attaches consumers
+and merges a catch-up dispatcher into the one it syncs to. See docs/sharing.md.
 """
 
 from __future__ import annotations
@@ -12,15 +13,25 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DecodeError, MybinlogError
-from ..protocol._events import Event, GtidEvent, MariadbGtidEvent, RotateEvent, RowsEvent, TransactionPayloadEvent
+from ..protocol._events import (
+    Event,
+    GtidEvent,
+    MariadbGtidEvent,
+    QueryEvent,
+    RotateEvent,
+    RowsEvent,
+    TransactionPayloadEvent,
+    XaPrepareEvent,
+    XidEvent,
+)
 from ..protocol._gtid import GtidSet, can_attach
-from ..protocol._position import BinlogPosition, PositionTracker
-from ._consumer import _DETACHED, _ENDED, _FAILED, _STOPPED, Binlog
+from ..protocol._position import BinlogPosition
+from ._consumer import Binlog
 from ._items import (
     _ERROR,
     _FORWARD_TYPES,
@@ -32,8 +43,8 @@ from ._items import (
     _gtid_set_contains,
     _Item,
     _Routed,
-    _union,
 )
+from ._queue import DETACHED, ENDED, FAILED, STOPPED, _Feed
 from ._rows import BinlogStatus, _Rate
 from ._source import EventSource
 
@@ -44,12 +55,14 @@ __all__ = ["BinlogEventsDispatcher"]
 
 logger = logging.getLogger("mybinlog.sharing")
 
+_ENDINGS = (XidEvent, XaPrepareEvent, QueryEvent)  # the events that can complete a transaction (and its payload's)
+
 
 class BinlogEventsDispatcher:
     """Reads one upstream connection and fans its events out to the attached consumers.
 
-    A reader task pulls events from the source into the dispatcher buffer (tracking positions, never decoding
-    rows); the flusher delivers the buffer to every consumer queue when it holds
+    A reader task pulls events from the source into the dispatcher buffer (with the positions the source hands
+    over, never decoding rows); the flusher delivers the buffer to every consumer queue when it holds
     ``max_bytes_in_binlog_dispatcher_buffer`` bytes or ``max_flush_milliseconds_in_binlog_dispatcher`` passed
     since the last flush. A catch-up dispatcher (``sync_to`` non-empty) moves its consumers to one of those
     dispatchers as soon as it stands at a transaction boundary the other has not passed yet (see
@@ -68,18 +81,24 @@ class BinlogEventsDispatcher:
         max_bytes: int,
         max_flush_ms: int,
         sync_to: Collection[BinlogEventsDispatcher] = (),
+        clock: Callable[[], float] = time.monotonic,
+        on_stopped: Callable[[BinlogEventsDispatcher], None] | None = None,
+        on_detached: Callable[[Binlog], None] | None = None,
     ) -> None:
         self.client = client
         self.name = name
         self.max_bytes = max_bytes
         self.max_flush_ms = max_flush_ms
+        self._on_stopped = on_stopped  # the client's bookkeeping: this dispatcher stopped / let a consumer go
+        self._on_detached = on_detached
         self._source: EventSource | None = source
         start = source.position
-        self._tracker = PositionTracker(start)
+        self._read_pos = start  # where the source stands: the last position it handed over
+        self._in_txn = False  # the events read last are inside a transaction (the source starts at a boundary)
         self._flushed_pos = start
         self._flushed_open = False
         self._open_gtid: Any = None
-        self._consumers: list[Binlog] = []
+        self._consumers: dict[Binlog, _Feed] = {}  # the consumers it serves, in the order they attached
         self._buffer: list[_Item] = []
         self._buffer_bytes = 0
         self._buffer_limit = max(1, max_bytes)
@@ -87,8 +106,6 @@ class BinlogEventsDispatcher:
         self._taken = asyncio.Event()
         self._reader_done = False
         self._reader_error: BaseException | None = None
-        self._payload_left = 0
-        self._payload_pos: BinlogPosition | None = None
         self._sync_to: list[BinlogEventsDispatcher] = list(sync_to)
         self._followers: set[BinlogEventsDispatcher] = set()
         for leader in self._sync_to:
@@ -103,7 +120,6 @@ class BinlogEventsDispatcher:
         self._last_failover: str | None = None
         self._server_seen: tuple[str, int | None] = ("", None)  # (host:port, its server_id) last seen connected
         self._last_flush = time.monotonic()
-        clock = client._clock
         self._read_events = _Rate(clock)
         self._read_bytes = _Rate(clock)
         self._flush_events = _Rate(clock)
@@ -116,12 +132,12 @@ class BinlogEventsDispatcher:
         self.detaches = 0  # consumers it detached (their queue stayed full too long)
 
     def __repr__(self) -> str:
-        return f"<BinlogEventsDispatcher {self.name} of {self.client.name} at {self._tracker.position}>"
+        return f"<BinlogEventsDispatcher {self.name} of {self.client.name} at {self._read_pos}>"
 
     @property
     def position(self) -> BinlogPosition:
-        """The boundary after the last transaction read from the source."""
-        return self._tracker.position
+        """The boundary after the last transaction read from the source (the last position it handed over)."""
+        return self._read_pos
 
     @property
     def delivered_position(self) -> BinlogPosition:
@@ -135,6 +151,16 @@ class BinlogEventsDispatcher:
     @property
     def running(self) -> bool:
         return self._task is not None and not self._stopping and not self.stopped
+
+    @property
+    def stopping(self) -> bool:
+        """Stopping or stopped: it takes no consumer any more (a merged catch-up dispatcher stops at once)."""
+        return self._stopping or self.stopped
+
+    @property
+    def task(self) -> asyncio.Task[None] | None:
+        """Its supervisor task (started by :meth:`start`)."""
+        return self._task
 
     @property
     def connected(self) -> bool:
@@ -250,14 +276,14 @@ class BinlogEventsDispatcher:
                 logger.warning("%s %s: error closing the source", self.client.name, self.name, exc_info=True)
         if error is None:
             error = self._reader_error
-        consumers, self._consumers = self._consumers, []
-        for c in consumers:
+        consumers, self._consumers = self._consumers, {}
+        for c in consumers.values():
             if error is not None:
-                c._finish(_FAILED, error)
+                c.finish(FAILED, error)
             elif self._reader_done:
-                c._finish(_ENDED)
+                c.finish(ENDED)
             else:
-                c._finish(_STOPPED)
+                c.finish(STOPPED)
         for leader in self._sync_to:
             leader._followers.discard(self)
         self._sync_to = []
@@ -270,7 +296,8 @@ class BinlogEventsDispatcher:
                 heir._followers.add(follower)
                 follower._request_merge()
         self._followers.clear()
-        self.client._dispatcher_done(self)
+        if self._on_stopped is not None:
+            self._on_stopped(self)
         logger.debug("%s %s: stopped", self.client.name, self.name)
 
     # -- reading ----------------------------------------------------------------------------------------------
@@ -299,7 +326,7 @@ class BinlogEventsDispatcher:
                 await self._taken.wait()
                 continue
             try:
-                event = await source.next_event()
+                got = await source.next_with_position()
             except DecodeError as exc:
                 table = _error_table(exc)
                 if table is None or exc is last_table_error:
@@ -315,17 +342,18 @@ class BinlogEventsDispatcher:
                     table[1],
                     exc,
                 )
-                item = _Item(None, _ERROR, None, self._tracker.in_transaction, error=exc, table=table)
+                item = _Item(None, _ERROR, None, self._in_txn, error=exc, table=table)
                 self._buffer.append(item)
                 self._wake.set()
                 continue
-            if event is None:
+            if got is None:
                 return
+            event, moved = got
             self.events_read += 1
             self.bytes_read += event.size
             self._read_events.add(1)
             self._read_bytes.add(event.size)
-            made = self._make_item(event)
+            made = self._make_item(event, moved)
             if made is None:
                 continue
             item = made
@@ -336,27 +364,37 @@ class BinlogEventsDispatcher:
             if was_empty or immediate or self._buffer_bytes >= limit:
                 self._wake.set()
 
-    def _make_item(self, event: Event) -> _Item | None:
-        tracker = self._tracker
-        if event.in_payload:
-            pos: BinlogPosition | None = None
-            in_txn = True
-            if self._payload_left > 0:
-                self._payload_left -= 1
-                if self._payload_left == 0 and self._payload_pos is not None:
-                    pos, in_txn = self._payload_pos, False
-                    self._payload_pos = None
-            return self._classify(event, pos, in_txn)
-        completed = tracker.update(event)
+    def _make_item(self, event: Event, moved: BinlogPosition | None) -> _Item | None:
+        """``event`` as an item (None: nobody gets it), with the position the source moved to at it (``moved``) when
+        that is a boundary: the end of a transaction, or a ROTATE or other move between transactions. A move inside
+        a transaction (a GTID event fixing the offset of a GTID start, the ROTATE that reopens a dump in the middle
+        of a transaction after a reconnect) only moves the dispatcher's own :attr:`position`."""
+        if moved is not None:
+            self._read_pos = moved
+        if event.in_payload or isinstance(event, _ENDINGS):
+            # an inner event of a compressed transaction: the source moves at its last one
+            if moved is not None:
+                self._in_txn = False
+                return self._classify(event, moved, False)
+            self._in_txn = True
+            return self._classify(event, None, True)
+        if isinstance(event, (GtidEvent, MariadbGtidEvent, RowsEvent)):
+            self._in_txn = True
+            return self._classify(event, None, True)
+        if isinstance(event, RotateEvent):
+            # between transactions a boundary too: the position moves to the next file (or stays where it is)
+            return self._classify(event, None if self._in_txn else self._read_pos, self._in_txn)
         if isinstance(event, TransactionPayloadEvent):
-            self._payload_left = len(event.events)
-            if completed and event.events:
-                self._payload_pos = tracker.position
+            if event.events:  # the source moves at its last inner event
+                self._in_txn = True
                 return None
-            return _Item(event, _NOT_FORWARDED, tracker.position, False) if completed else None
-        if isinstance(event, RotateEvent) and not tracker.in_transaction and not self._payload_left:
-            completed = True  # a boundary too: the position moves to the next file
-        return self._classify(event, tracker.position if completed else None, tracker.in_transaction)
+            if moved is not None:  # nothing inside: the payload itself completes the transaction
+                self._in_txn = False
+                return _Item(event, _NOT_FORWARDED, moved, False)
+            return None
+        if moved is not None and not self._in_txn:  # e.g. PREVIOUS_GTIDS naming the set of a file read from its start
+            return _Item(event, _NOT_FORWARDED, moved, False)
+        return None
 
     @staticmethod
     def _classify(event: Event, pos: BinlogPosition | None, in_txn: bool) -> _Item | None:
@@ -449,15 +487,15 @@ class BinlogEventsDispatcher:
         """
         n = len(items)
         shared: dict[tuple[Any, Any, int], _Batch] = {}
-        progress: dict[Binlog, list[Any]] = {}  # consumer -> [its batch, entries queued, the item index after it]
-        waits: dict[Binlog, float] = {}  # full queue -> loop time its wait ends (detached then, unless it has room)
+        progress: dict[_Feed, list[Any]] = {}  # consumer -> [its batch, entries queued, the item index after it]
+        waits: dict[_Feed, float] = {}  # full queue -> loop time its wait ends (detached then, unless it has room)
         committed = 0  # items[:committed] are part of the dispatcher's delivered state
         completed = False
         while True:
             stop = n  # the first item some queue has no room for
             held: dict[int, list[Any]] = {}
-            for c in tuple(self._consumers):
-                if c._dispatcher is not self:
+            for c in tuple(self._consumers.values()):
+                if not c.served_by(self):
                     continue
                 state = progress.get(c)
                 if state is None:
@@ -466,10 +504,10 @@ class BinlogEventsDispatcher:
                     batch, done, after = state
                     total = len(batch.entries)
                     if done < total:
-                        end = c._fit(batch, done)
+                        end = c.fit(batch, done)
                         if end > done:
                             if done == 0 and end == total:
-                                c._put(batch)
+                                c.put(batch)
                                 count = held.get(id(batch))
                                 if count is None:
                                     held[id(batch)] = [batch, 1]
@@ -477,7 +515,7 @@ class BinlogEventsDispatcher:
                                     count[1] += 1
                             else:
                                 part = batch.part(done, end)
-                                c._put(part)
+                                c.put(part)
                                 part.hold(1)
                             state[1] = end
                             if waits:
@@ -499,10 +537,10 @@ class BinlogEventsDispatcher:
             # every queue without room waits from now on, unless it already does; the ones item `stop` waits for
             # are waited for in the order their waits end, so each wait ends at its own time
             now = asyncio.get_running_loop().time()
-            blocking: list[Binlog] = []
-            for c in tuple(self._consumers):
+            blocking: list[_Feed] = []
+            for c in tuple(self._consumers.values()):
                 state = progress.get(c)
-                if state is None or c._dispatcher is not self:
+                if state is None or not c.served_by(self):
                     continue
                 batch, done, _ = state
                 if done < len(batch.entries):
@@ -514,21 +552,21 @@ class BinlogEventsDispatcher:
                         self._detach(c)
             blocking.sort(key=waits.__getitem__)
             for c in blocking:
-                if c._dispatcher is not self:
+                if not c.served_by(self):
                     continue
                 state = progress[c]
                 batch, done, _ = state
                 state[1] = await self._wait_and_put(c, batch, done, waits.pop(c))  # it has room now, or is gone
 
     def _batch_for(
-        self, c: Binlog, items: list[_Item], start: int, shared: dict[tuple[Any, Any, int], _Batch]
+        self, c: _Feed, items: list[_Item], start: int, shared: dict[tuple[Any, Any, int], _Batch]
     ) -> list[Any]:
         """``[batch, 0, end]``: what consumer ``c`` gets of ``items[start:end]``."""
         n = len(items)
-        if c._base is not None or c._skip is not None or c._skipping or c._await_boundary:
+        if c.needs_routing:
             entries: list[_Routed] = []
             index: list[int] = []
-            route = c._route
+            route = c.route
             j = start
             while j < n:
                 raw = items[j]
@@ -542,13 +580,7 @@ class BinlogEventsDispatcher:
                     else:
                         entries.append(_Routed(item, pos))
                         index.append(j - 1)
-                if (
-                    raw.position is not None  # where routing state changes
-                    and c._base is None
-                    and c._skip is None
-                    and not c._skipping
-                    and not c._await_boundary
-                ):
+                if raw.position is not None and not c.needs_routing:  # where routing state changes
                     break  # nothing of its own any more: the rest is shared
             return [_Batch.of_routed(entries, index), 0, j]
         key = (c.databases, c.tables, start)
@@ -562,7 +594,7 @@ class BinlogEventsDispatcher:
             else:  # rows events of tables the filter leaves out: dropped (their position, if any, kept as a marker)
                 kept: list[_Item] = []
                 index = []
-                wants = c._wants_table
+                wants = c.wants_table
                 table: Any = None
                 want = True
                 for j, item in enumerate(part, start):
@@ -607,20 +639,19 @@ class BinlogEventsDispatcher:
 
     def _deliver_error(self, item: _Item) -> None:
         """A decode error that names its table: it ends the consumers that want that table, nobody else."""
-        for c in tuple(self._consumers):
-            if c._dispatcher is not self:
+        for c in tuple(self._consumers.values()):
+            if not c.served_by(self):
                 continue
-            entry = c._route(item)
+            entry = c.route(item)
             if entry is None or entry[2] is None:
                 continue
             logger.warning(
                 "%s %s: consumer %s stops at %s: %s", self.client.name, self.name, c.name, c.position, entry[2]
             )
-            self._remove(c)
-            c._finish(_FAILED, entry[2])  # it still gets what is queued, then this error, every time
-            self.client._consumer_detached(c)
+            self._let_go(c)
+            c.finish(FAILED, entry[2])  # it still gets what is queued, then this error, every time
 
-    async def _wait_and_put(self, c: Binlog, batch: _Batch, done: int, until: float) -> int:
+    async def _wait_and_put(self, c: _Feed, batch: _Batch, done: int, until: float) -> int:
         """``c``'s queue has no room for ``batch.entries[done]``: wait for room (every event it reads makes some)
         until the loop time ``until``, then detach it. Returns how far ``batch`` is queued.
 
@@ -628,57 +659,61 @@ class BinlogEventsDispatcher:
         every queue full then (:meth:`_deliver_batch`): when it passed while the dispatcher waited for another
         queue, ``c`` is put what fits if it has room by now, else detached at once."""
         loop = asyncio.get_running_loop()
-        c._space_wanted = True
-        c._sync_fast()
+        c.want_space(True)
         began = loop.time()
         self.queue_waits += 1
-        c._queue_waits += 1
         try:
-            while c._dispatcher is self:
-                end = c._fit(batch, done)
+            while c.served_by(self):
+                end = c.fit(batch, done)
                 if end > done:
                     part = batch.part(done, end)
-                    c._put(part)
+                    c.put(part)
                     part.hold(1)
                     return end
                 if loop.time() >= until:
                     break
-                c._space.clear()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout_at(until):
-                        await c._space.wait()
+                await c.wait_for_space(until)
         finally:
-            c._space_wanted = False
-            c._sync_fast()
+            c.want_space(False)
             waited = loop.time() - began
             self.queue_wait_seconds += waited
-            c._queue_wait_seconds += waited
-        if c._dispatcher is self:
+            c.waited(waited)
+        if c.served_by(self):
             self._detach(c)
         return done
 
-    def _detach(self, c: Binlog) -> None:
+    def _detach(self, c: _Feed) -> None:
         logger.warning(
             "%s %s: consumer %s detached: its queue (%d bytes, limit %d) stayed full for %d ms",
             self.client.name,
             self.name,
             c.name,
-            c._bytes,
+            c.queued_bytes(),
             c.max_bytes,
             c.max_waiting_ms,
         )
-        self._remove(c)
+        self._let_go(c)
         self.detaches += 1
-        c._finish(_DETACHED)
-        self.client._consumer_detached(c)
+        c.finish(DETACHED)
 
-    def _remove(self, c: Binlog) -> None:
-        with contextlib.suppress(ValueError):
-            self._consumers.remove(c)
-        if c._dispatcher is self:
-            c._dispatcher = None
+    def _let_go(self, c: _Feed) -> None:
+        """``c`` leaves for good (detached, or failed by its table's decode error): the client forgets it too."""
+        self._remove(c.binlog)
+        if self._on_detached is not None:
+            self._on_detached(c.binlog)
+
+    def _remove(self, binlog: Binlog) -> None:
+        c = self._consumers.pop(binlog, None)
+        if c is not None:
+            c.leave(self)
         if not self._consumers:
             self._wake.set()  # the flusher notices and stops
+
+    async def leave(self, binlog: Binlog) -> None:
+        """``binlog`` was closed: stop serving it; the dispatcher stops when that was its last consumer."""
+        self._remove(binlog)
+        if not self._consumers:
+            await self.aclose()
 
     # -- attaching and merging --------------------------------------------------------------------------------
     def _attach_set(self) -> tuple[bool, GtidSet | None]:
@@ -701,12 +736,11 @@ class BinlogEventsDispatcher:
             return False
         return can_attach(needed, requested)
 
-    def _attach(self, c: Binlog, skip: GtidSet | None) -> None:
-        c._dispatcher = self
-        c._skip = skip
-        c._skipping = False
-        c._await_boundary = self._flushed_open
-        self._consumers.append(c)
+    def attach(self, c: _Feed, skip: GtidSet | None) -> None:
+        """Serve the consumer ``c`` from the next flush on (ClickHouse's ``attach``), skipping the transactions in
+        ``skip`` it executed already; attached inside a transaction, it waits for the next boundary."""
+        c.attached_to(self, skip, self._flushed_open)
+        self._consumers[c.binlog] = c
 
     def _request_merge(self) -> None:
         self._merge_requested = True
@@ -736,13 +770,9 @@ class BinlogEventsDispatcher:
                 if leader._flushed_open or lp.gtid_set is not None or (lp.file, lp.offset) != (mine.file, mine.offset):
                     continue
             moved = self._consumers
-            self._consumers = []
-            for c in moved:
-                if c._base is None:
-                    c._routed = mine  # the last position routed to it: shared batches do not keep _routed
-                skip = _union(c._base, mine.gtid_set)
-                c._base = skip
-                leader._attach(c, skip)
+            self._consumers = {}
+            for c in moved.values():
+                c.merge_into(leader, mine)
             self._merged_into = leader
             leader.merges += 1
             logger.info(
@@ -760,7 +790,7 @@ class BinlogEventsDispatcher:
 
     # -- status -----------------------------------------------------------------------------------------------
     def status(self) -> list[BinlogStatus]:
-        dpos = self._tracker.position
+        dpos = self._read_pos
         rates = (
             self._read_events.per_sec(),
             self._read_bytes.per_sec(),

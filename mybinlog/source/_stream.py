@@ -500,6 +500,33 @@ class BinlogStream:
     async def next_event(self) -> Event | None:
         """The next event, or None at the end of a non-blocking stream."""
         pending = self._pending
+        if not pending and not await self._fill():
+            return None
+        event = pending.popleft()
+        marks = self._marks
+        if marks and marks[0][0] is event:
+            self._position = marks.popleft()[1]
+        return event
+
+    async def next_with_position(self) -> tuple[Event, BinlogPosition | None] | None:
+        """The next event and the position handing it out moved :attr:`position` to (None: it did not move it), or
+        None at the end of a non-blocking stream: the boundary this stream computed, handed over with its event (what
+        a sharing dispatcher reads, :class:`mybinlog.sharing.EventSource`). The position moves at the event that
+        completes a transaction (the last inner event of a compressed one), at a ROTATE between transactions, and
+        where the stream learns a file, offset or GTID set of the boundary it stands at."""
+        pending = self._pending
+        if not pending and not await self._fill():
+            return None
+        event = pending.popleft()
+        marks = self._marks
+        if marks and marks[0][0] is event:
+            position = self._position = marks.popleft()[1]
+            return event, position
+        return event, None
+
+    async def _fill(self) -> bool:
+        """Wait until an event is decoded and pending; False at the end of a non-blocking stream."""
+        pending = self._pending
         while not pending:
             if self._error is not None:
                 # sticky: the events after a bad one were not decoded, so the stream cannot go on past it
@@ -507,7 +534,7 @@ class BinlogStream:
             if self._closed and self._conn is None:
                 raise ConfigurationError("the stream is closed")
             if self._ended:
-                return None
+                return False
             conn = self._conn
             if conn is None or self._decoder is None or self._tracker is None:
                 raise ConfigurationError("the stream is not started: use `async with BinlogStream(...)` first")
@@ -518,17 +545,13 @@ class BinlogStream:
                 continue
             if batch is None:
                 self._ended = True
-                return None
+                return False
             try:
                 self._process(batch)
             except MybinlogError as exc:
                 # deliver the events before the bad one first, then the error
                 self._error = exc
-        event = pending.popleft()
-        marks = self._marks
-        if marks and marks[0][0] is event:
-            self._position = marks.popleft()[1]
-        return event
+        return True
 
     def _process(self, batch: list[bytes]) -> None:
         """Decode a batch of raw events into ``_pending``, tracking positions.

@@ -34,6 +34,7 @@ from mybinlog import (
 )
 from mybinlog.cli._status import register
 from mybinlog.sharing import Binlog, BinlogClient, BinlogClientFactory, EventSource
+from mybinlog.sharing._source import SourcePositions
 from mybinlog.testing._mariadb import MariaDBServer
 
 COLUMNS_COUNT = 20  # ClickHouse's 19 columns of system.mysql_binlogs, then dispatcher_source_server
@@ -344,10 +345,15 @@ class RawEventsSource:
         self.file = file
         self.closed = False
         self.errors: list[DecodeError] = []
+        self.positions = SourcePositions(self.position)
 
     @property
     def position(self) -> BinlogPosition:
         return BinlogPosition(self.file, 4, None)
+
+    async def next_with_position(self) -> tuple[Event, BinlogPosition | None] | None:
+        event = await self.next_event()
+        return None if event is None else (event, self.positions.after(event))
 
     async def next_event(self) -> Event | None:
         await asyncio.sleep(0)

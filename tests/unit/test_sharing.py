@@ -49,6 +49,7 @@ from mybinlog.protocol._gtid import GtidSet
 from mybinlog.protocol._position import PositionTracker
 from mybinlog.protocol._table import TableMap
 from mybinlog.sharing import Binlog, BinlogClient, BinlogClientFactory, EventSource
+from mybinlog.sharing._source import SourcePositions
 
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 PASSWORD = "s3cr3t-pw"
@@ -234,10 +235,15 @@ class FakeSource:
             self.index = 0
             self._position = BinlogPosition("", 4, executed)
         self._rotated = False
+        self.positions = SourcePositions(self._position)
 
     @property
     def position(self) -> BinlogPosition:
         return self._position
+
+    async def next_with_position(self) -> tuple[Event, BinlogPosition | None] | None:
+        event = await self.next_event()
+        return None if event is None else (event, self.positions.after(event))
 
     async def next_event(self) -> Event | None:
         assert not self.closed, "read after close"
@@ -886,13 +892,15 @@ async def test_real_corpus_binlog_through_a_dispatcher(corpus_dir: Path, name: s
         def __init__(self) -> None:
             self.it = iter(events)
             self.closed = False
+            self.positions = SourcePositions(self.position)
 
         @property
         def position(self) -> BinlogPosition:
             return BinlogPosition(name, 4, None)
 
-        async def next_event(self) -> Event | None:
-            return next(self.it, None)
+        async def next_with_position(self) -> tuple[Event, BinlogPosition | None] | None:
+            event = next(self.it, None)
+            return None if event is None else (event, self.positions.after(event))
 
         async def close(self) -> None:
             self.closed = True

@@ -16,19 +16,20 @@ import pytest
 from mybinlog import Event, MariaDBGtid, RowsEvent, XidEvent
 from mybinlog.sharing import Binlog, _client
 from mybinlog.sharing._items import _Batch
+from mybinlog.sharing._queue import _Feed
 from tests.unit.test_sharing import FakeLog, gtid_of, make_client, read_txns, seqs, wait_until
 
 
 def _record_puts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[_Batch]]:
     """Every batch queued, per consumer name."""
     puts: dict[str, list[_Batch]] = {}
-    put = Binlog._put
+    put = _Feed.put
 
-    def recording(self: Binlog, batch: _Batch) -> None:
+    def recording(self: _Feed, batch: _Batch) -> None:
         puts.setdefault(self.name, []).append(batch)
         put(self, batch)
 
-    monkeypatch.setattr(Binlog, "_put", recording)
+    monkeypatch.setattr(_Feed, "put", recording)
     return puts
 
 

@@ -19,6 +19,7 @@ import pytest
 
 from mybinlog import BinlogDetachedError, Event, MariadbGtidEvent, RotateEvent, RowsEvent, XidEvent
 from mybinlog.sharing import Binlog, BinlogClient
+from mybinlog.sharing._queue import DETACHED, _Feed
 from tests.unit.test_sharing import FakeLog, gtid_of, make_client, seqs
 from tests.unit.virtual_time import VirtualTimeDeadlock, run_in_virtual_time
 
@@ -40,13 +41,14 @@ def ids(got: list[Event]) -> list[int]:
 def detach_times(monkeypatch: pytest.MonkeyPatch, client: BinlogClient) -> dict[str, float]:
     """consumer name -> the loop time at which its dispatcher detached it."""
     times: dict[str, float] = {}
-    detached = client._consumer_detached
+    finish = _Feed.finish
 
-    def recording(c: Binlog) -> None:
-        times[c.name] = asyncio.get_running_loop().time()
-        detached(c)
+    def recording(self: _Feed, kind: str, error: BaseException | None = None) -> None:
+        if kind == DETACHED and self.binlog.client is client:
+            times[self.name] = asyncio.get_running_loop().time()
+        finish(self, kind, error)
 
-    monkeypatch.setattr(client, "_consumer_detached", recording)
+    monkeypatch.setattr(_Feed, "finish", recording)
     return times
 
 

@@ -21,6 +21,7 @@ from mybinlog.cli._status import register, render_table
 from mybinlog.errors import StatusReadError
 from mybinlog.protocol._position import BinlogPosition
 from mybinlog.sharing import Binlog, BinlogClientFactory, EventSource
+from mybinlog.sharing._source import SourcePositions
 from mybinlog.status import STATUS_COLUMNS, read_status, serve_status, status_document
 from tests.unit.test_sharing import COLUMNS, DSN_TEXT, PASSWORD, FakeLog, gtid_of, make_client, read_txns, seqs
 
@@ -47,10 +48,15 @@ class ScriptedSource:
         self.raised: BaseException | None = None
         self.calls_after_error = 0
         self.closed = False
+        self.positions = SourcePositions(self.position)
 
     @property
     def position(self) -> BinlogPosition:
         return BinlogPosition(self.log.file, 4, self.log.gtids(0))
+
+    async def next_with_position(self) -> tuple[Event, BinlogPosition | None] | None:
+        event = await self.next_event()
+        return None if event is None else (event, self.positions.after(event))
 
     async def next_event(self) -> Event | None:
         await asyncio.sleep(0)

@@ -33,6 +33,7 @@ from mybinlog import (
     XidEvent,
 )
 from mybinlog.sharing import Binlog, BinlogClient, BinlogClientFactory, BinlogStatistics, EventSource
+from mybinlog.sharing._source import SourcePositions
 from tests.unit.test_sharing import DSN_TEXT, FakeLog, gtid_of, make_client, read_txns, seqs, wait_until
 from tests.unit.virtual_time import run_in_virtual_time
 
@@ -46,10 +47,15 @@ class EndingSource:
     def __init__(self, log: FakeLog) -> None:
         self.events = [RotateEvent(**_fake_rotate_header(), position=4, next_file=log.file), *log.events]
         self.closed = False
+        self.positions = SourcePositions(self.position)
 
     @property
     def position(self) -> BinlogPosition:
         return BinlogPosition("", 4, None)
+
+    async def next_with_position(self) -> tuple[Event, BinlogPosition | None] | None:
+        event = await self.next_event()
+        return None if event is None else (event, self.positions.after(event))
 
     async def next_event(self) -> Event | None:
         return self.events.pop(0) if self.events else None
