@@ -36,9 +36,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mybinlog.replication import ReplicationSettings, Replicator, open_target
-from mybinlog.replication.ddl import parse_create_table
-from mybinlog.replication.types import make_row_encoder
+from mybinlog.clickhouse import open_target
+from mybinlog.clickhouse.types import make_row_encoder
+from mybinlog.ddl import parse_create_table
+from mybinlog.replication import ReplicationSettings, Replicator
 from mybinlog.testing._clickhouse import ClickHouseServer, find_clickhouse
 from mybinlog.testing._mariadb import MariaDBServer
 

@@ -44,9 +44,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mybinlog.replication import open_target
-from mybinlog.replication._chschema import create_table_sql
-from mybinlog.replication.ddl import parse_create_table
+from mybinlog.clickhouse import open_target
+from mybinlog.clickhouse._tables import create_table_sql
+from mybinlog.ddl import parse_create_table
 from mybinlog.testing._clickhouse import ClickHouseServer, find_clickhouse
 from mybinlog.testing._mariadb import MariaDBServer
 
@@ -160,7 +160,7 @@ def reference_copy(spec: str) -> None:
     import pymysql
     import pymysql.cursors
 
-    from mybinlog.replication.types import make_row_encoder
+    from mybinlog.clickhouse.types import make_row_encoder
 
     params = json.loads(spec)
 

@@ -3,7 +3,7 @@
 ``mybinlog verify`` compares checksums; these tests look at the rows themselves, independently of it: every row of
 every source table (read with pymysql, in one consistent-snapshot transaction) must appear exactly once among the
 replica's live rows (``FINAL`` with the engine's alive predicate), and the replica must hold nothing else. Values are
-brought to one comparable text per column with the type mapping's canonical forms (mybinlog/replication/types/,
+brought to one comparable text per column with the type mapping's canonical forms (mybinlog/clickhouse/types/,
 the rules docs/types.md writes down: zero dates, clamped ranges, float digits); FLOAT/DOUBLE match within the
 tolerance the mapping documents for old ClickHouse servers. For collapsing tables the sums of ``_sign`` are checked
 too: a duplicated or lost ``-1`` row shows there even when FINAL hides it.
@@ -23,8 +23,8 @@ def _alive(engine: str) -> str:
 
 def _source_tables(server: MariaDBServer, db: str) -> dict[str, tuple[str, list[tuple[Any, ...]]]]:
     """table -> (SHOW CREATE TABLE text, rows), all read in one consistent snapshot."""
-    from mybinlog.replication.ddl import parse_create_table
-    from mybinlog.replication.types import select_expression
+    from mybinlog.clickhouse.types import select_expression
+    from mybinlog.ddl import parse_create_table
 
     conn = server.connect(database=db)
     try:
@@ -55,9 +55,9 @@ async def assert_replica_equal(
     Opens ``target_url`` in this process (for chdb: no other process may hold the directory, and no other chdb
     directory may be open in this process).
     """
-    from mybinlog.replication.ddl import parse_create_table
-    from mybinlog.replication.target import open_target, quote_ident
-    from mybinlog.replication.types import canonical, values_match
+    from mybinlog.clickhouse import open_target, quote_ident
+    from mybinlog.clickhouse.types import canonical, values_match
+    from mybinlog.ddl import parse_create_table
 
     tdb = target_database or db
     source = _source_tables(server, db)

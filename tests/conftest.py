@@ -21,7 +21,7 @@ Fixtures
 ``clickhouse_server`` (session) a private clickhouse-server 18.16 (:class:`mybinlog.testing.ClickHouseServer`):
                                ``.http_url`` (no credentials), ``.url()`` (user ``default`` with a password),
                                ``.execute(sql)`` (synchronous, for setup)
-``ch_http`` (function)         an open HTTP :class:`~mybinlog.replication.target.Target` on ``clickhouse_server``
+``ch_http`` (function)         an open HTTP :class:`~mybinlog.clickhouse.Target` on ``clickhouse_server``
                                whose ``.database`` is a fresh database, dropped after the test
 ``chdb_target`` (function)     an open embedded (chdb) Target whose ``.database`` is a fresh database in the
                                session's chdb directory (``chdb_target.path``). chdb allows one directory per
@@ -318,7 +318,7 @@ def clickhouse_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clic
 @pytest.fixture
 async def ch_http(clickhouse_server: ClickHouseServer, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
     """An HTTP target on ``clickhouse_server`` using a fresh database (``ch_http.database``), dropped after."""
-    from mybinlog.replication.target import open_target, quote_ident
+    from mybinlog.clickhouse import open_target, quote_ident
 
     name = _test_database_name(request)
     clickhouse_server.execute(f"CREATE DATABASE {quote_ident(name)}")
@@ -344,7 +344,7 @@ def chdb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 async def chdb_target(chdb_dir: Path, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
     """An embedded (chdb) target on the session directory with a fresh database (``chdb_target.database``)."""
-    from mybinlog.replication.target import open_target, quote_ident
+    from mybinlog.clickhouse import open_target, quote_ident
 
     name = _test_database_name(request)
     admin = await open_target(str(chdb_dir))

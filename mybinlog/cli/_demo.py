@@ -192,9 +192,11 @@ async def run_demo(rows: int, seconds: float, target_dir: str | None, out: TextI
     import json
     import time
 
-    from ..replication import ReplicationSettings, Replicator, open_target, verify
+    from ..clickhouse import open_target
+    from ..replication import ReplicationSettings, Replicator
     from ..snapshot import SnapshotOptions, run_snapshot
     from ..testing._mariadb import MariaDBServer
+    from ..verification import verify
 
     def say(text: str) -> None:
         print(f"demo: {text}", file=out, flush=True)

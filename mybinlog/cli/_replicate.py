@@ -202,7 +202,7 @@ async def _open_target(url: str, budget: float, stop: asyncio.Event) -> Any:
     seconds (``--target-retry-seconds``), as later failures are."""
     from urllib.parse import urlsplit
 
-    from ..replication import open_target
+    from ..clickhouse import open_target
 
     try:
         parts = urlsplit(url)
@@ -312,8 +312,8 @@ async def _replicate(args: argparse.Namespace) -> int:
 
 async def _replicas_of_flags(args: argparse.Namespace, stop: asyncio.Event) -> tuple[list[Any], list[Any]]:
     """The replicas of ``--source``/``--target``/``--database`` (one per database) and the one target."""
+    from ..clickhouse import check_standby_target
     from ..replication import ReplicationSettings, Replicator
-    from ..replication._lease import check_standby_target
 
     dsn = source_dsn(args)
     if not args.database:
@@ -398,8 +398,8 @@ async def _replicas_of_config(args: argparse.Namespace, stop: asyncio.Event) -> 
 
     Everything that can be wrong with the file or its passwords is raised (ConfigurationError: exit 2) before
     anything connects."""
+    from ..clickhouse import check_standby_target
     from ..replication import ReplicationSettings, Replicator
-    from ..replication._lease import check_standby_target
     from ..sharing import get_binlog_client
     from ._config import load_config
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import MybinlogError
-from ..replication.verification import DEFAULT_MAX_DIFFERENCES, DEFAULT_PAGE_ROWS, verify
+from ..verification import DEFAULT_MAX_DIFFERENCES, DEFAULT_PAGE_ROWS, verify
 from . import _common as _cli_common
 
 __all__ = ["add_verify_arguments", "register", "run_verify"]
@@ -97,7 +97,7 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
 async def run_verify(args: argparse.Namespace) -> int:
     """Run ``mybinlog verify`` with parsed arguments; print the report. Exit code: 0 equal, 1 different,
     2 error."""
-    from ..replication import open_target
+    from ..clickhouse import open_target
 
     secrets: list[str] = []
     try:

@@ -1,5 +1,5 @@
 /* TsvRows(ops, python_row): the replicator's and the snapshot's rows encoder (a row of Python values -> one line of
- * TabSeparated fields, mybinlog/replication/types/_encoders.py) in C. `ops` has one (kind, position, nullable,
+ * TabSeparated fields, mybinlog/clickhouse/types/_encoders.py) in C. `ops` has one (kind, position, nullable,
  * encoder, arg) per ClickHouse column; the usual value of each kind is written here exactly as the generated Python
  * encoder writes it, anything else goes to the column's Python `encoder`, and a row this code cannot write (a value
  * the encoder refuses, a lone surrogate, a short row) is handed whole to `python_row`, the generated Python row
@@ -376,7 +376,7 @@ done:
     return rc;
 }
 
-/* TsvRows.encode_rows(rows); Python twin: the encoder make_rows_encoder generates (replication/types/_encoders.py) */
+/* TsvRows.encode_rows(rows); Python twin: the encoder make_rows_encoder generates (clickhouse/types/_encoders.py) */
 static PyObject *
 TsvRows_encode(TsvRows *self, PyObject *rows)
 {

@@ -17,7 +17,7 @@
  *   _sp_stream.c  Ready and StreamIter (BinlogStream.__anext__ and _anext, source/_stream.py), active_indexes
  *                 (the scan of BinlogStream._track)
  *   _sp_tsv.c     TsvRows(ops, python_row): rows into ClickHouse's TabSeparated (the generated Python encoder of
- *                 replication/types/_encoders.make_rows_encoder)
+ *                 clickhouse/types/_encoders.make_rows_encoder)
  *   _jsonb.c      decode_jsonb(data, fallback=None) and the JSON columns of RowProgram (_jsonb.decode_jsonb)
  *   _speedups.c   this file: the module, its functions, DIRECT_DECIMAL
  *

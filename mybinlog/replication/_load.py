@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .. import _failpoints
-from . import ddl as _ddl
+from .. import ddl as _ddl
+from ..clickhouse import quote_string
+from ..source._session import SourceConnection
 from ._observe import _LoadProgress
 from ._schema import _Table
-from ._source import SourceConnection
-from .target import quote_string
 
 if TYPE_CHECKING:
     from ._replicator import Replicator

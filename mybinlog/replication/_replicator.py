@@ -29,7 +29,25 @@ from typing import Any
 
 from anyio import EndOfStream
 
-from .. import _failpoints
+from .. import _failpoints, clickhouse
+from .. import ddl as _ddl
+from ..clickhouse import (
+    Checkpoint,
+    Target,
+    binlog_file_number,
+    latest_seq,
+    load_checkpoint,
+    make_seq,
+    quote_ident,
+    quote_string,
+    save_checkpoint,
+    seq_epoch,
+    snapshot_version,
+    target_identity,
+    transaction_version,
+    version_file,
+    version_position,
+)
 from ..errors import (
     BinlogDetachedError,
     ConfigurationError,
@@ -48,37 +66,19 @@ from ..protocol._position import BinlogPosition
 from ..protocol._transaction import XaStatement, Xid, parse_xa_statement
 from ..sharing import Binlog, BinlogClient, get_binlog_client
 from ..source._dsn import DSN
+from ..source._lease import ReplicaLease, lease_name
+from ..source._session import SourceConnection, select_scope
 from ..source._sql import quote_mysql_ident
-from . import _chschema
-from . import ddl as _ddl
 from ._batch import Change, Entry, add_transaction, rows_entry, table_payload
-from ._checkpoint import (
-    Checkpoint,
-    latest_seq,
-    load_checkpoint,
-    make_seq,
-    save_checkpoint,
-    seq_epoch,
-)
-from ._lease import ReplicaLease, lease_name, target_identity
 from ._load import copy_tables
 from ._observe import _LoadProgress, count_batch, replica_snapshot
 from ._schema import SchemaChanges, _Table
 from ._settings import ReplicaStatus, ReplicationSettings
-from ._source import SourceConnection, select_scope
 from ._spill import Spill, entry_bytes, give_memory_back, write_spilled
 from ._startup import connect_source, replica_name
-from ._version import (
-    binlog_file_number,
-    snapshot_version,
-    transaction_version,
-    version_file,
-    version_position,
-)
 from ._watch import SourceWatch
 from ._xa import XaHold, prepared_at, read_prepared
 from ._xa import reached as _reached
-from .target import Target, quote_ident, quote_string
 
 __all__ = ["ReplicationSettings", "Replicator"]
 
@@ -658,7 +658,7 @@ class Replicator(SchemaChanges):
                 continue
             try:
                 definition = _ddl.parse_create_table(text, db)
-                _chschema.create_table_sql(
+                clickhouse.create_table_sql(
                     definition,
                     database=self.target_database,
                     engine=self.settings.engine,
@@ -701,7 +701,7 @@ class Replicator(SchemaChanges):
         return f"{quote_ident(self.target_database)}.{quote_ident(name)}"
 
     async def _create_ch_table(self, definition: _ddl.TableDef) -> None:
-        sql = _chschema.create_table_sql(
+        sql = clickhouse.create_table_sql(
             definition,
             database=self.target_database,
             engine=self.settings.engine,

@@ -16,15 +16,13 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .. import _failpoints
+from .. import _failpoints, clickhouse
+from .. import ddl as _ddl
+from ..clickhouse import Checkpoint, Target, quote_ident, quote_string
+from ..clickhouse import types as _types
 from ..errors import MybinlogError, ReplicationError, TargetError
 from ..protocol._events import QueryEvent
-from . import _chschema
-from . import ddl as _ddl
-from . import types as _types
-from ._checkpoint import Checkpoint
-from ._source import SourceConnection
-from .target import Target, quote_ident, quote_string
+from ..source._session import SourceConnection
 
 if TYPE_CHECKING:
     from ..protocol._position import BinlogPosition
@@ -64,12 +62,12 @@ class _Table:
         self.lower = [c.lower() for c in self.columns]
         # MySQL's binlog carries JSON as parsed binary JSON, MariaDB's (a LONGTEXT alias) and SELECT as text;
         # columns missing from a row image (an older schema, replayed) get MySQL's implicit default
-        kind, key_columns = _chschema.sorting_key(definition)
+        kind, key_columns = clickhouse.sorting_key(definition)
         # the key of the ClickHouse sorting order: one row per key survives FINAL; "row" = the whole row is the key
         self.key = [] if kind == "row" else [self.lower.index(k.lower()) for k in key_columns]
         self.layouts: dict[tuple[str | None, ...], _Layout] = {}
         self.select_encoder = _types.make_row_encoder(definition.columns, caps, parsed_json=False)
-        self.insert_columns = [*self.columns, *_chschema.meta_columns(self.repl.settings.engine)]
+        self.insert_columns = [*self.columns, *clickhouse.meta_columns(self.repl.settings.engine)]
 
     @property
     def ch_table(self) -> str:
@@ -274,7 +272,7 @@ class SchemaChanges:
                 cp.tables[new.name] = _ddl.render_create_table(new)
                 definition = new
                 continue
-            statements = _chschema.alter_sql(
+            statements = clickhouse.alter_sql(
                 definition,
                 new,
                 action,
@@ -299,7 +297,7 @@ class SchemaChanges:
     async def _ch_matches(self, table: _Table, new: _ddl.TableDef) -> bool:
         """Whether the ClickHouse table already has the columns of ``new`` (a DDL replayed after a crash)."""
         rows = await self.target.query(f"DESCRIBE TABLE {table.ch_table}")
-        have = {r[0] for r in rows if r[0] not in _chschema.META_COLUMNS}
+        have = {r[0] for r in rows if r[0] not in clickhouse.META_COLUMNS}
         return have == {c.name for c in new.columns}
 
     async def _rename_ch(self, old: str, new: str) -> None:

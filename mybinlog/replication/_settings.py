@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import clickhouse
+from ..clickhouse import DEFAULT_META_DATABASE
 from ..errors import ConfigurationError
-from . import _chschema
-from ._checkpoint import DEFAULT_META_DATABASE
 from ._watch import BinlogCheck
 
 __all__ = ["ReplicaStatus", "ReplicationSettings"]
@@ -65,8 +65,8 @@ class ReplicationSettings:
     max_bytes_in_transaction: int = 256 << 20
 
     def __post_init__(self) -> None:
-        if self.engine not in _chschema.ENGINES:
-            raise ConfigurationError(f"unknown engine {self.engine!r}; choose one of {', '.join(_chschema.ENGINES)}")
+        if self.engine not in clickhouse.ENGINES:
+            raise ConfigurationError(f"unknown engine {self.engine!r}; choose one of {', '.join(clickhouse.ENGINES)}")
         if self.initial_load not in ("auto", "none"):
             raise ConfigurationError("initial_load must be 'auto' or 'none'")
         if not 1 <= self.lease_seconds <= 31_536_000:

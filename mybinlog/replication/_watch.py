@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..errors import MybinlogError
 from ..protocol._gtid import GtidSet, parse_gtid_set
 from ..protocol._position import BinlogPosition
-from ._source import SourceConnection
+from ..source._session import SourceConnection
 
 if TYPE_CHECKING:
     from ._replicator import Replicator

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ..clickhouse import position_from, position_json
 from ..errors import BinlogPurgedError, ReplicationError, SourceConnectionError
 from ..protocol._events import RowsEvent
 from ..protocol._position import BinlogPosition
@@ -30,12 +31,11 @@ from ..protocol._transaction import XaStatement
 from ..source._dsn import DSN
 from ..source._stream import BinlogStream
 from ._batch import Entry, rows_entry
-from ._checkpoint import _position_from, _position_json
 
 if TYPE_CHECKING:
     from ..protocol._transaction import Transaction
+    from ..source._session import SourceConnection
     from ._schema import _Table
-    from ._source import SourceConnection
 
 __all__ = ["Held", "XaHold", "prepared_at", "read_prepared", "reached"]
 
@@ -62,12 +62,12 @@ class Held:
     size: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"gtid": self.gtid, "before": _position_json(self.before), "end": _position_json(self.end),
+        return {"gtid": self.gtid, "before": position_json(self.before), "end": position_json(self.end),
                 "empty": self.empty}  # fmt: skip
 
     @classmethod
     def from_json(cls, xid: str, obj: dict[str, Any]) -> Held:
-        before, end = _position_from(obj["before"]), _position_from(obj["end"])
+        before, end = position_from(obj["before"]), position_from(obj["end"])
         assert before is not None
         assert end is not None
         return cls(xid, str(obj.get("gtid") or ""), before, end, bool(obj.get("empty")))

@@ -29,15 +29,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..clickhouse import snapshot_version
 from ..protocol._position import BinlogPosition
-from ..replication._version import snapshot_version
 from ..source._dsn import DSN
 from ._chunks import Chunk, chunk_predicate
 from ._source import Watermark, connect_source, open_chunk_snapshot, stream_query
 
 if TYPE_CHECKING:
-    from ..replication.ddl import TableDef
-    from ..replication.target import Capabilities, Target
+    from ..clickhouse import Capabilities, Target
+    from ..ddl import TableDef
     from ._state import StateStore
 
 __all__ = ["ChunkResult", "CopyJob", "CopyTable", "copy_partition", "meta_columns", "meta_suffix"]
@@ -77,7 +77,7 @@ class CopyTable:
         return [*self.columns, *self.meta]
 
     def select_sql(self, chunk: Chunk) -> str:
-        from ..replication.types import select_expression
+        from ..clickhouse.types import select_expression
 
         cols = ", ".join(select_expression(c) for c in self.definition.columns)  # VECTOR as its bytes
         conditions = [chunk_predicate(self.key, chunk, self.key_charsets)] if self.key else []
@@ -248,7 +248,7 @@ async def _open_sink(job: CopyJob) -> _Sink:
     if job.sink == "spool":
         assert job.spool_dir is not None
         return _SpoolSink(Path(job.spool_dir), job.spool_max_files)
-    from ..replication.target import open_target
+    from ..clickhouse import open_target
     from ._state import StateStore
 
     target = await open_target(job.target_url)
@@ -259,7 +259,7 @@ async def _open_sink(job: CopyJob) -> _Sink:
 
 
 def _rows_encoder(table: CopyTable, caps: Capabilities) -> Callable[[Any], list[str]]:
-    from ..replication import types as _types
+    from ..clickhouse import types as _types
 
     # a SELECT returns JSON as text (parsed_json=False), like MariaDB's binlog; a fetched batch of rows in one call
     return _types.make_rows_encoder(table.definition.columns, caps, parsed_json=False)

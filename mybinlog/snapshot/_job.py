@@ -50,9 +50,9 @@ from ._spark import _context, _session, _stop_spark_context, spark_session
 from ._state import ChunkStates, StateStore
 
 if TYPE_CHECKING:
-    from ..replication._source import SourceConnection
-    from ..replication.ddl import TableDef
-    from ..replication.target import Target
+    from ..clickhouse import Target
+    from ..ddl import TableDef
+    from ..source._session import SourceConnection
 
 __all__ = [
     "SnapshotOptions",
@@ -366,7 +366,7 @@ class _Run:
         self._lease: Any = None
 
     async def _table_info(self, name: str) -> tuple[bool, str | None]:
-        from ..replication.target import quote_string
+        from ..clickhouse import quote_string
 
         rows = await self.target.query(
             f"SELECT engine FROM system.tables WHERE database = {quote_string(self.target_database)} "
@@ -379,8 +379,8 @@ class _Run:
         holding only rows of unfinished initial snapshots of this replica (all of them with ``--recreate``) and
         refuses tables holding other rows. The unfinished snapshots whose tables it dropped cannot be resumed any
         more: they are marked ``superseded``."""
-        from ..replication import _chschema
-        from ..replication.target import quote_ident
+        from .. import clickhouse
+        from ..clickhouse import quote_ident
 
         existing: dict[str, str | None] = {}
         for name in definitions:
@@ -395,7 +395,7 @@ class _Run:
             else:
                 drop = await self._leftovers(list(existing), unfinished)
                 # what an unfinished built-in initial load of `replicate` wrote for this replica is a leftover too
-                from ..replication._checkpoint import load_checkpoint
+                from ..clickhouse import load_checkpoint
 
                 loading = await load_checkpoint(
                     self.target, self.replica, meta_database=self.o.meta_database, include_loading=True
@@ -435,7 +435,7 @@ class _Run:
                 continue
             await self.target.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(self.target_database)}")
             await self.target.execute(
-                _chschema.create_table_sql(
+                clickhouse.create_table_sql(
                     definition, database=self.target_database, engine=self.engine, caps=self.target.capabilities
                 )
             )
@@ -464,8 +464,7 @@ class _Run:
         """The tables of ``names`` that unfinished snapshots copied into and that hold no other rows, with those
         snapshots' ids. A row's ``_version`` names the chunk attempt that wrote it, and every attempt recorded
         its watermark before inserting anything."""
-        from ..replication._version import snapshot_version
-        from ..replication.target import quote_ident, quote_string
+        from ..clickhouse import quote_ident, quote_string, snapshot_version
 
         versions: dict[str, set[int]] = {}  # snapshot id -> the versions of its attempts
         out: dict[str, list[str]] = {}
@@ -498,7 +497,7 @@ class _Run:
         return out
 
     async def _holds_rows(self, name: str) -> bool:
-        from ..replication.target import quote_ident
+        from ..clickhouse import quote_ident
 
         rows = await self.target.query(f"SELECT count() FROM {quote_ident(self.target_database)}.{quote_ident(name)}")
         return bool(rows) and int(rows[0][0] or 0) > 0
@@ -513,7 +512,7 @@ class _Run:
 
     async def _meta_columns(self, name: str) -> tuple[str, ...]:
         """The meta columns the ClickHouse table has (it may predate this run, made by the replicator)."""
-        from ..replication.target import quote_string
+        from ..clickhouse import quote_string
 
         rows = await self.target.query(
             f"SELECT name FROM system.columns WHERE database = {quote_string(self.target_database)} "
@@ -528,7 +527,7 @@ class _Run:
         return meta_columns("replacing_is_deleted" if "_is_deleted" in present else "replacing")
 
     async def _copy_tables(self, definitions: dict[str, TableDef], plans: dict[str, TablePlan]) -> dict[str, CopyTable]:
-        from ..replication.target import quote_ident
+        from ..clickhouse import quote_ident
 
         out = {}
         for name, definition in definitions.items():
@@ -564,8 +563,9 @@ class _Run:
         beside the replicator and takes no lock."""
         if kind != "initial":
             return
+        from ..clickhouse import target_identity
         from ..errors import ReplicaLockedError
-        from ..replication._lease import ReplicaLease, lease_name, target_identity
+        from ..source._lease import ReplicaLease, lease_name
 
         lease = ReplicaLease(
             self.dsn,
@@ -579,9 +579,9 @@ class _Run:
         self._lease = lease
 
     async def _run(self) -> SnapshotResult:
-        from ..replication._checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+        from ..clickhouse import Checkpoint, load_checkpoint, save_checkpoint
+        from ..ddl import parse_create_table
         from ..replication._xa import prepared_at
-        from ..replication.ddl import parse_create_table
 
         o = self.o
         started = time.monotonic()
@@ -1032,7 +1032,7 @@ async def run_snapshot(
     process that already holds the chdb directory, like the replicator, can pass it). ``on_progress`` is called
     every ``options.progress_interval`` seconds while chunks run.
     """
-    from ..replication.target import open_target
+    from ..clickhouse import open_target
 
     own = target is None
     if target is None:

@@ -31,8 +31,8 @@ from ._chunks import (
 )
 
 if TYPE_CHECKING:
-    from ..replication._source import SourceConnection
-    from ..replication.ddl import TableDef
+    from ..ddl import TableDef
+    from ..source._session import SourceConnection
 
 __all__ = ["auto_chunk_rows", "choose_key", "key_range_filter", "plan_table"]
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ._source import Watermark
 
 if TYPE_CHECKING:
-    from ..replication.target import Target
+    from ..clickhouse import Target
 
 __all__ = ["ChunkEvent", "ChunkStates", "StateStore", "summarize"]
 
@@ -38,13 +38,13 @@ CHUNKS = "snapshot_chunks"
 
 
 def _q(text: str) -> str:
-    from ..replication.target import quote_string
+    from ..clickhouse import quote_string
 
     return quote_string(text)
 
 
 def _tsv(text: str) -> str:
-    from ..replication.target import tsv_escape
+    from ..clickhouse import tsv_escape
 
     return tsv_escape(text)
 
@@ -110,7 +110,7 @@ class StateStore:
     """Reads and writes the snapshot state of one snapshot id through a :class:`Target`."""
 
     def __init__(self, target: Target, meta_database: str, snapshot_id: str) -> None:
-        from ..replication.target import quote_ident
+        from ..clickhouse import quote_ident
 
         self.target = target
         self.snapshot_id = snapshot_id

@@ -29,16 +29,16 @@ from typing import Any
 import asyncmy
 import pytest
 
-from mybinlog.replication import ddl
-from mybinlog.replication._chschema import alter_sql, create_table_sql, sorting_key
-from mybinlog.replication.ddl import TableDef, parse_create_table
-from mybinlog.replication.types import (
+from mybinlog import ddl
+from mybinlog.clickhouse._tables import alter_sql, create_table_sql, sorting_key
+from mybinlog.clickhouse.types import (
     canonical,
     clickhouse_type,
     column_kind,
     make_row_encoder,
     values_match,
 )
+from mybinlog.ddl import TableDef, parse_create_table
 from tests.integration.test_live_workload import decoded_changes, stream_events
 from tests.servers import MariaDBServer
 from tests.workload import TABLES, Workload

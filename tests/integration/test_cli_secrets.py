@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from mybinlog.replication.target import quote_ident
+from mybinlog.clickhouse import quote_ident
 from mybinlog.testing._clickhouse import ClickHouseServer
 from tests.servers import MariaDBServer
 

@@ -232,7 +232,7 @@ async def test_replicate_follows_a_promoted_replica_under_a_writer(
         assert rep.stop() == 0, rep.tail()
 
     readable = clickhouse_server.url() if kind == "server" else url
-    from mybinlog.replication import load_checkpoint, open_target
+    from mybinlog.clickhouse import load_checkpoint, open_target
 
     target = await open_target(readable)
     try:

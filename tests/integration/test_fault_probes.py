@@ -264,7 +264,7 @@ async def test_a_checkpoint_without_gtids_resumes_by_file_and_offset(
     GTIDs, so the checkpoint is rewritten without them."""
     import dataclasses
 
-    from mybinlog.replication import load_checkpoint, open_target, save_checkpoint
+    from mybinlog.clickhouse import load_checkpoint, open_target, save_checkpoint
 
     server = fresh_server
     server.create_database(DB)

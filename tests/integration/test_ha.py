@@ -36,7 +36,7 @@ from typing import Any
 
 import pytest
 
-from mybinlog.replication._checkpoint import seq_epoch
+from mybinlog.clickhouse._checkpoint import seq_epoch
 from tests.compare import assert_replica_equal
 from tests.faults import STREAMING, ReplicateProcess, TxnWriter, create_tables, source_dsn, target_for
 from tests.servers import MariaDBServer
@@ -159,7 +159,7 @@ class CheckpointLog:
         self.replica = replica
         self.table = f"mybinlog_meta.ha_log_{replica}"
         clickhouse.execute("CREATE DATABASE IF NOT EXISTS mybinlog_meta")
-        clickhouse.execute(  # the same definition as mybinlog/replication/_checkpoint.py (IF NOT EXISTS there too)
+        clickhouse.execute(  # the same definition as mybinlog/clickhouse/_checkpoint.py (IF NOT EXISTS there too)
             "CREATE TABLE IF NOT EXISTS mybinlog_meta.checkpoints (replica String, seq UInt64, state String) "
             "ENGINE = ReplacingMergeTree(seq) ORDER BY replica"
         )

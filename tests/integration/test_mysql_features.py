@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 from mybinlog import BinlogStream, RowsEvent, apply_json_diffs
+from mybinlog.clickhouse import Target
 from mybinlog.protocol._constants import MISSING
 from mybinlog.protocol._events import (
     Event,
@@ -44,7 +45,7 @@ from mybinlog.protocol._events import (
 from mybinlog.protocol._gtid import parse_gtid_set
 from mybinlog.protocol._jsonb import JsonDiff
 from mybinlog.protocol._position import BinlogPosition
-from mybinlog.replication import ReplicationSettings, Replicator, Target
+from mybinlog.replication import ReplicationSettings, Replicator
 from tests.compare import assert_replica_equal
 from tests.integration.test_live_workload import Decoded, assert_changes_match
 from tests.servers import MySQLServer

@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
-from mybinlog.replication import ReplicationSettings, Replicator, Target, verify
-from mybinlog.replication._chschema import alive_predicate
-from mybinlog.replication.ddl import parse_create_table
-from mybinlog.replication.target import quote_ident
-from mybinlog.replication.types import canonical, select_expression, values_match
+from mybinlog.clickhouse import Target, quote_ident
+from mybinlog.clickhouse._tables import alive_predicate
+from mybinlog.clickhouse.types import canonical, select_expression, values_match
+from mybinlog.ddl import parse_create_table
+from mybinlog.replication import ReplicationSettings, Replicator
+from mybinlog.verification import verify
 from tests.faults import execute as _execute
 from tests.integration.test_snapshot import spark as spark
 from tests.servers import MariaDBServer
@@ -170,7 +171,7 @@ async def test_snapshot_reads_vectors_and_json_nulls_as_the_binlog_does(
     spark: Any, server: MariaDBServer, db: str, clickhouse_server: Any
 ) -> None:
     """The Spark snapshot (executors read the source with SELECT) into the 18.16 server, then streaming."""
-    from mybinlog.replication import open_target
+    from mybinlog.clickhouse import open_target
     from mybinlog.snapshot import SnapshotOptions, run_snapshot
 
     _execute(server, db, *VECTOR_SETUP, *JSON_SETUP)

@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
+from mybinlog.clickhouse import Target, load_checkpoint, quote_ident
+from mybinlog.clickhouse._tables import alive_predicate
 from mybinlog.errors import ConfigurationError
-from mybinlog.replication import ReplicationSettings, Replicator, Target, load_checkpoint, verify
-from mybinlog.replication._chschema import alive_predicate
-from mybinlog.replication.target import quote_ident
+from mybinlog.replication import ReplicationSettings, Replicator
 from mybinlog.sharing import BinlogClient
+from mybinlog.verification import verify
 from tests.servers import MariaDBServer
 from tests.workload import Workload
 

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from mybinlog.replication import ReplicationSettings, Replicator, Target
-from mybinlog.replication.target import quote_ident
+from mybinlog.clickhouse import Target, quote_ident
+from mybinlog.replication import ReplicationSettings, Replicator
 from mybinlog.source._dsn import DSN
 from tests.proxy import TcpProxy
 from tests.servers import MariaDBServer

@@ -21,6 +21,7 @@ from mybinlog import (
     AuthenticationError,
     BinlogDetachedError,
     BinlogPosition,
+    BinlogStream,
     DecodeError,
     Event,
     EventDecoder,
@@ -572,3 +573,84 @@ async def test_many_tasks_creating_and_dropping_consumers_in_random_orders(serve
     assert all(t.done() for t in client._tasks)
     assert client not in factory.clients
     assert factory.status() == []
+
+
+# ------------------------------------------------------------------------------------------------------------
+# positions derived once (issue 25): a consumer's positions are the ones its source computed
+
+
+def _moves(seen: list[tuple[str, int, BinlogPosition]]) -> list[tuple[str, int, BinlogPosition]]:
+    """(event, log_pos, position after it) where the position moved, GTID events left out: at a GTID start the
+    stream fixes the offset of the boundary it stands at with the first transaction's GTID event, inside that
+    transaction, while a consumer keeps the boundary it was handed until the transaction ends."""
+    out = []
+    last: BinlogPosition | None = None
+    for name, log_pos, pos in seen:
+        if pos != last and name not in ("GtidEvent", "MariadbGtidEvent"):
+            out.append((name, log_pos, pos))
+        last = pos
+    return out
+
+
+async def test_consumer_positions_are_those_of_a_plain_stream(server: MariaDBServer, db: str) -> None:
+    """The dispatcher runs no position tracker of its own: it passes on the boundaries its BinlogStream computed.
+    Over one-row, multi-row, DDL, XA (prepared, then committed with another transaction between), compressed (MySQL)
+    transactions and a ROTATE between transactions, the positions a shared-client consumer passes through are
+    exactly those of a plain BinlogStream over the same binlog, and so is where each ends."""
+    start = _setup(server, db)
+
+    def write() -> None:
+        conn = server.connect(database=db, autocommit=False)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("INSERT INTO t VALUES (1, 'one')")
+                conn.commit()
+                cur.executemany("INSERT INTO t VALUES (%s, %s)", [(2, "b"), (3, "c"), (4, "d")])
+                cur.execute("UPDATE t SET v = 'B' WHERE id = 2")
+                conn.commit()
+                cur.execute("CREATE TABLE u (id INT PRIMARY KEY)")
+                conn.autocommit(True)
+                for sql in ("XA START 'pos'", "INSERT INTO t VALUES (5, 'xa')", "XA END 'pos'", "XA PREPARE 'pos'"):
+                    cur.execute(sql)
+                cur.execute("INSERT INTO u VALUES (1)")
+                cur.execute("XA COMMIT 'pos'")
+                if server.flavor == "mysql":  # a TRANSACTION_PAYLOAD: the position moves at its last inner event
+                    cur.execute("SET SESSION binlog_transaction_compression = ON")
+                    conn.autocommit(False)
+                    cur.executemany("INSERT INTO t VALUES (%s, %s)", [(6, "z"), (7, "z")])
+                    conn.commit()
+                    conn.autocommit(True)
+                    cur.execute("SET SESSION binlog_transaction_compression = OFF")
+                cur.execute("FLUSH BINARY LOGS")
+                cur.execute("INSERT INTO t VALUES (8, 'after the rotate')")
+        finally:
+            conn.close()
+
+    await asyncio.to_thread(write)
+
+    plain: list[tuple[str, int, BinlogPosition]] = []
+    async with asyncio.timeout(30), BinlogStream(server.repl_dsn, gtid_set=start, blocking=False) as stream:
+        async for event in stream:
+            plain.append((type(event).__name__, event.log_pos, stream.position))
+        plain_end = stream.position
+
+    client = BinlogClientFactory().get_client(server.repl_dsn, stream_options={"blocking": False})
+    shared: list[tuple[str, int, BinlogPosition]] = []
+    try:
+        binlog = await client.create_binlog(name=f"positions-{server.flavor}", executed_gtid_set=start)
+        async with asyncio.timeout(30):
+            async for event in binlog:  # a non-blocking source: ends at the end of the binlog
+                shared.append((type(event).__name__, event.log_pos, binlog.position))
+        shared_end = binlog.position
+    finally:
+        await client.aclose()
+
+    names = {name for name, _, _ in plain}
+    assert {"XaPrepareEvent", "RotateEvent", "XidEvent", "QueryEvent"} <= names
+    if server.flavor == "mysql":
+        assert "TransactionPayloadEvent" in names
+    forwarded = {name for name, _, _ in shared}
+    assert _moves(shared) == _moves([entry for entry in plain if entry[0] in forwarded])
+    assert len(_moves(shared)) >= 7  # one per transaction, and the ROTATE
+    assert shared_end == plain_end
+    assert plain_end.file != _moves(shared)[0][2].file  # the rotate moved both to the next file

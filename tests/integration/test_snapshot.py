@@ -134,7 +134,8 @@ def _populate_extra(conn: Any, table: str, ids: list[int], key_type: str = "INT"
 
 
 async def _catch_up(dsn: str, target_url: str, db: str) -> None:
-    from mybinlog.replication import Replicator, open_target
+    from mybinlog.clickhouse import open_target
+    from mybinlog.replication import Replicator
 
     target = await open_target(target_url)
     try:
@@ -144,7 +145,7 @@ async def _catch_up(dsn: str, target_url: str, db: str) -> None:
 
 
 async def _verify(dsn: str, target_url: str, db: str) -> Any:
-    from mybinlog.replication import verify
+    from mybinlog.verification import verify
 
     target = await open_target_(target_url)
     try:
@@ -154,7 +155,7 @@ async def _verify(dsn: str, target_url: str, db: str) -> Any:
 
 
 async def open_target_(url: str) -> Any:
-    from mybinlog.replication import open_target
+    from mybinlog.clickhouse import open_target
 
     return await open_target(url)
 
@@ -201,7 +202,8 @@ async def test_snapshot_with_concurrent_writer_then_stream_is_equal(
     """Integer keys (dense: even ranges; sparse and skewed: sampled), every column type, a composite key and a
     table without key, on a ClickHouse server written by the executors; then a backfill of a key range while
     the stream runs, repairing rows removed from the replica behind the replicator's back."""
-    from mybinlog.replication import Replicator, load_checkpoint, open_target
+    from mybinlog.clickhouse import load_checkpoint, open_target
+    from mybinlog.replication import Replicator
     from mybinlog.snapshot import run_snapshot
 
     workload = Workload(seed=11, large_values=False)
@@ -512,7 +514,7 @@ async def test_ddl_during_snapshot_fails_clearly(
     spark: Any, server: MariaDBServer, db: str, db_conn: Any, clickhouse_server: Any, tmp_path: Path
 ) -> None:
     from mybinlog import SnapshotError
-    from mybinlog.replication import load_checkpoint, open_target
+    from mybinlog.clickhouse import load_checkpoint, open_target
     from mybinlog.snapshot import run_snapshot
 
     _populate_extra(db_conn, "t", list(range(1, 3001)))

@@ -262,7 +262,7 @@ async def test_new_initial_snapshot_replaces_what_a_killed_one_left(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     from mybinlog import SnapshotError
-    from mybinlog.replication import load_checkpoint, open_target
+    from mybinlog.clickhouse import load_checkpoint, open_target
     from mybinlog.snapshot import run_snapshot
     from mybinlog.snapshot._state import StateStore
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mybinlog.replication.ddl import parse_create_table
+from mybinlog.ddl import parse_create_table
 from mybinlog.snapshot._chunks import TablePlan
 from mybinlog.snapshot._copy import CopyTable
 from mybinlog.snapshot._plan import key_range_filter, plan_table

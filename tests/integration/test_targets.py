@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mybinlog import ConfigurationError, TargetConnectionError, TargetError
-from mybinlog.replication.target import (
+from mybinlog.clickhouse import (
     Capabilities,
     ChdbTarget,
     HttpTarget,

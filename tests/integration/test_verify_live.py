@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from mybinlog.cli._verify import add_verify_arguments, run_verify
-from mybinlog.replication._chschema import create_table_sql, meta_columns
-from mybinlog.replication.ddl import parse_create_table
-from mybinlog.replication.target import Target, quote_table
-from mybinlog.replication.types import make_row_encoder
-from mybinlog.replication.verification import RowDifference, VerifyReport, fast_canonical, verify
+from mybinlog.clickhouse import Target, quote_table
+from mybinlog.clickhouse._tables import create_table_sql, meta_columns
+from mybinlog.clickhouse.types import make_row_encoder
+from mybinlog.ddl import parse_create_table
 from mybinlog.testing._clickhouse import CH_PASSWORD, ClickHouseServer
+from mybinlog.verification import RowDifference, VerifyReport, fast_canonical, verify
 from tests.servers import MariaDBServer
 from tests.workload import Workload
 

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
+from mybinlog.clickhouse import Target, load_checkpoint
 from mybinlog.protocol._gtid import parse_gtid_set
-from mybinlog.replication import ReplicationSettings, Replicator, Target, load_checkpoint
+from mybinlog.replication import ReplicationSettings, Replicator
 from tests.compare import assert_replica_equal
 from tests.faults import _CHECKPOINT, STREAMING, ReplicateProcess, child_env, source_dsn, target_for
 from tests.faults import execute as _sql

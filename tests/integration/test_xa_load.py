@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
+from mybinlog.clickhouse import Target, load_checkpoint
 from mybinlog.errors import ReplicationError
-from mybinlog.replication import ReplicationSettings, Replicator, Target, load_checkpoint
+from mybinlog.replication import ReplicationSettings, Replicator
 from tests.compare import assert_replica_equal
 from tests.conftest import skip_or_fail
 from tests.faults import execute as _sql

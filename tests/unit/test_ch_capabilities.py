@@ -10,12 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mybinlog import ConfigurationError, TargetConnectionError, TargetError
-from mybinlog.replication.target import (
+from mybinlog.clickhouse import (
     FEATURE_VERSIONS,
     Capabilities,
     _chdb,
     _http,
-    _interface,
+    _target,
     open_target,
     parse_tsv,
     quote_bytes,
@@ -188,7 +188,7 @@ def test_bytes_round_trip(values: list[bytes]) -> None:
     ],
 )
 def test_server_messages(text: str, message: str, code: int | None) -> None:
-    assert _interface._server_message(text) == (message, code)
+    assert _target._server_message(text) == (message, code)
 
 
 def test_error_text_names_code_and_sql() -> None:

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from mybinlog import TypeMappingError
-from mybinlog.replication import ddl
-from mybinlog.replication._chschema import (
+from mybinlog import TypeMappingError, ddl
+from mybinlog.clickhouse import Capabilities
+from mybinlog.clickhouse._tables import (
     ENGINES,
     META_COLUMNS,
     alive_predicate,
@@ -32,9 +32,7 @@ from mybinlog.replication._chschema import (
     sorting_key,
     truncate_sql,
 )
-from mybinlog.replication.ddl import ColumnDef, TableDef, parse_create_table
-from mybinlog.replication.target import Capabilities
-from mybinlog.replication.types import (
+from mybinlog.clickhouse.types import (
     NULL_FIELD,
     canonical,
     clickhouse_type,
@@ -45,6 +43,7 @@ from mybinlog.replication.types import (
     values_match,
     zero_field,
 )
+from mybinlog.ddl import ColumnDef, TableDef, parse_create_table
 from tests.workload import (
     ALL_TYPES_COLUMNS,
     ALL_TYPES_DDL,

@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from mybinlog import BinlogPosition
-from mybinlog.replication import Checkpoint, load_checkpoint, save_checkpoint
-from mybinlog.replication.target import quote_ident, quote_string
+from mybinlog.clickhouse import Checkpoint, load_checkpoint, quote_ident, quote_string, save_checkpoint
 
 
 def _tables(n: int) -> dict[str, str]:

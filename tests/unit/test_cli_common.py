@@ -229,7 +229,7 @@ def test_target_precedence(tmp_path: Path) -> None:
 
 
 def test_open_target_reads_the_variable_this_module_documents() -> None:
-    from mybinlog.replication import target
+    from mybinlog import clickhouse as target
 
     assert common.CH_PASSWORD_ENV == target.PASSWORD_ENV
 

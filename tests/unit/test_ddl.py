@@ -1,4 +1,4 @@
-"""The MySQL/MariaDB DDL parser (mybinlog.replication.ddl): tokenizer, CREATE TABLE, ALTER TABLE and the other
+"""The MySQL/MariaDB DDL parser (mybinlog.ddl): tokenizer, CREATE TABLE, ALTER TABLE and the other
 statements, apply_alter, render/parse round trips (hypothesis), real SHOW CREATE TABLE output from the MariaDB
 fixture, and every QUERY event of the binlog corpus."""
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import mybinlog
 from mybinlog import DdlApplyError, DdlParseError
-from mybinlog.replication.ddl import (
+from mybinlog.ddl import (
     SQL_MODE_ANSI_QUOTES,
     SQL_MODE_NO_BACKSLASH_ESCAPES,
     SQL_MODE_REAL_AS_FLOAT,
@@ -55,7 +55,7 @@ from mybinlog.replication.ddl import (
     quote_string,
     render_create_table,
 )
-from mybinlog.replication.ddl._lexer import _tokenize
+from mybinlog.ddl._lexer import _tokenize
 from tests import corpus
 from tests.workload import ALL_TYPES_COLUMNS, Workload, create_schema, parse_type, tables_for
 

@@ -106,10 +106,10 @@ def test_the_rows_encoders_write_decimals_in_fixed_notation(
 ) -> None:
     """replicate and snapshot's encoders (per value, per row, the compiled TsvRows) write the decoder's Decimals
     with the column's scale (on 18.16, DECIMAL(p > 38) is a String of the same text); zero has no sign."""
-    from mybinlog.replication import types as _types
-    from mybinlog.replication.ddl import parse_create_table
-    from mybinlog.replication.target import Capabilities
-    from mybinlog.replication.types import _encoders
+    from mybinlog.clickhouse import Capabilities
+    from mybinlog.clickhouse import types as _types
+    from mybinlog.clickhouse.types import _encoders
+    from mybinlog.ddl import parse_create_table
 
     precision, scale = layout
     _, ev = _decoded(precision, scale, unscaled)
@@ -128,9 +128,9 @@ def test_the_rows_encoders_write_decimals_in_fixed_notation(
 
 
 def test_a_decimal_in_a_text_column_is_written_in_fixed_notation() -> None:
-    from mybinlog.replication import types as _types
-    from mybinlog.replication.ddl import parse_create_table
-    from mybinlog.replication.target import Capabilities
+    from mybinlog.clickhouse import Capabilities
+    from mybinlog.clickhouse import types as _types
+    from mybinlog.ddl import parse_create_table
 
     column = parse_create_table("CREATE TABLE t (s VARCHAR(40))", "db").columns[0]
     encode = _types.make_encoder(column, Capabilities.from_version("26.9.2.1"))

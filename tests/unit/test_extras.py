@@ -90,7 +90,9 @@ def test_replicate_and_verify_import_no_spark_and_no_pandas() -> None:
         """
         import sys
         import mybinlog.replication, mybinlog.cli._replicate, mybinlog.cli._verify
-        from mybinlog.replication import Replicator, open_target, verify
+        from mybinlog.replication import Replicator
+        from mybinlog.clickhouse import open_target
+        from mybinlog.verification import verify
         assert "pandas" not in sys.modules and "pyspark" not in sys.modules
         """,
     )
@@ -114,7 +116,7 @@ def test_replicate_without_its_extra_names_the_extra() -> None:
         CORE_ONLY,
         """
         import asyncio
-        from mybinlog.replication import open_target
+        from mybinlog.clickhouse import open_target
         asyncio.run(open_target("chdb:///nonexistent/ch"))
         """,
     )

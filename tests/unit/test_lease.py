@@ -18,9 +18,11 @@ from typing import Any
 import pytest
 
 from mybinlog import BinlogPosition, MariaDBGtidSet
+from mybinlog.clickhouse import Checkpoint, load_checkpoint, save_checkpoint
+from mybinlog.clickhouse._checkpoint import make_seq, next_seq, seq_epoch
 from mybinlog.errors import ConfigurationError, ReplicaLockedError, ReplicationError, SourceConnectionError
-from mybinlog.replication import Checkpoint, ReplicationSettings, Replicator, _lease, load_checkpoint, save_checkpoint
-from mybinlog.replication._checkpoint import make_seq, next_seq, seq_epoch
+from mybinlog.replication import ReplicationSettings, Replicator
+from mybinlog.source import _lease
 from mybinlog.source._dsn import DSN
 
 # -- seq and epochs ---------------------------------------------------------------------------------------------
@@ -62,7 +64,7 @@ class Memory:
         pass
 
     async def query(self, sql: str) -> list[list[str]]:
-        from mybinlog.replication.target import tsv_unescape
+        from mybinlog.clickhouse import tsv_unescape
 
         if not self.rows:
             return [] if "max(seq)" not in sql else [["0"]]

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import struct
 
-from mybinlog.replication.ddl import parse_create_table
-from mybinlog.replication.target import Capabilities
-from mybinlog.replication.types import (
+from mybinlog.clickhouse import Capabilities
+from mybinlog.clickhouse.types import (
     NULL_FIELD,
     canonical,
     make_encoder,
@@ -16,6 +15,7 @@ from mybinlog.replication.types import (
     select_expression,
     values_match,
 )
+from mybinlog.ddl import parse_create_table
 
 NEW = Capabilities.from_version("26.8.1")
 OLD = Capabilities.from_version("18.16.1")

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from mybinlog import BinlogPosition, MariaDBGtidSet
+from mybinlog.clickhouse._version import transaction_version, version_file
 from mybinlog.protocol._events import (
     FormatDescriptionEvent,
     MariadbGtidEvent,
@@ -28,8 +29,7 @@ from mybinlog.protocol._events import (
 )
 from mybinlog.protocol._gtid import MariaDBGtid
 from mybinlog.protocol._position import PositionTracker
-from mybinlog.replication._source import select_scope
-from mybinlog.replication._version import transaction_version, version_file
+from mybinlog.source._session import select_scope
 
 
 def _hdr(type_code: int, size: int, log_pos: int, server_id: int = 1) -> dict[str, Any]:
@@ -168,7 +168,7 @@ def test_fail_points_kill_the_process_at_the_chosen_pass() -> None:
 
 
 async def test_checkpoint_round_trip_with_loading_and_version_base() -> None:
-    from mybinlog.replication import Checkpoint, load_checkpoint, save_checkpoint
+    from mybinlog.clickhouse import Checkpoint, load_checkpoint, save_checkpoint
 
     class Memory:
         """A stand-in for a ClickHouse target: the checkpoints table as a list of TSV lines (pure logic only)."""
@@ -184,7 +184,7 @@ async def test_checkpoint_round_trip_with_loading_and_version_base() -> None:
             self.ddl += 1
 
         async def query(self, sql: str) -> list[list[str]]:
-            from mybinlog.replication.target import tsv_unescape
+            from mybinlog.clickhouse import tsv_unescape
 
             if not self.rows:
                 return []

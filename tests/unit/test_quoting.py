@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mybinlog.replication.ddl import quote_identifier
+from mybinlog.ddl import quote_identifier
 from mybinlog.source._sql import quote_mysql_ident
 
 
@@ -16,8 +16,8 @@ def test_mysql_identifier_backquotes_doubled_and_nothing_else_escaped() -> None:
 
 
 def test_clickhouse_identifiers_escape_backslash_and_backquote_in_the_schema_sql() -> None:
-    from mybinlog.replication._chschema import truncate_sql
-    from mybinlog.replication.target import quote_ident, quote_table
+    from mybinlog.clickhouse import quote_ident, quote_table
+    from mybinlog.clickhouse._tables import truncate_sql
 
     assert quote_ident("a`b\\c") == "`a\\`b\\\\c`"
     assert quote_table("d`b", "t") == "`d\\`b`.`t`"
@@ -26,8 +26,8 @@ def test_clickhouse_identifiers_escape_backslash_and_backquote_in_the_schema_sql
 
 
 def test_one_tsv_escape_for_the_row_encoders_and_the_targets() -> None:
-    from mybinlog.replication.target import tsv_escape
-    from mybinlog.replication.types import _encoders
+    from mybinlog.clickhouse import tsv_escape
+    from mybinlog.clickhouse.types import _encoders
 
     assert _encoders._escape is tsv_escape
     assert tsv_escape("plain é ✓") == "plain é ✓"
@@ -37,8 +37,8 @@ def test_one_tsv_escape_for_the_row_encoders_and_the_targets() -> None:
 
 
 def test_tsv_field_text_keeps_escaped_bytes_apart_where_tsv_unescape_joins_them() -> None:
-    from mybinlog.replication.target import tsv_unescape
-    from mybinlog.replication.types import tsv_field_text
+    from mybinlog.clickhouse import tsv_unescape
+    from mybinlog.clickhouse.types import tsv_field_text
 
     assert tsv_field_text("\\xC3\\xA9") == "\udcc3\udca9"
     assert tsv_unescape("\\xC3\\xA9") == "é"
@@ -47,8 +47,7 @@ def test_tsv_field_text_keeps_escaped_bytes_apart_where_tsv_unescape_joins_them(
 
 
 def test_checkpoint_rows_and_schema_queries_use_the_one_clickhouse_quoting() -> None:
-    from mybinlog.replication import _checkpoint
-    from mybinlog.replication.target import quote_string, tsv_escape, tsv_unescape
+    from mybinlog.clickhouse import _checkpoint, quote_string, tsv_escape, tsv_unescape
 
     assert _checkpoint._tsv is tsv_escape
     text = 'r\\1\t\n\r\0\b\f{"a":"é"}'

@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
+from mybinlog.clickhouse import target_identity
 from mybinlog.errors import BinlogPurgedError, ReplicaLockedError, TargetConnectionError, TargetError
-from mybinlog.replication._lease import lease_name, target_identity
 from mybinlog.replication._observe import is_leader, replica_snapshot
 from mybinlog.source._connection import translate_server_error
 from mybinlog.source._dsn import DSN
+from mybinlog.source._lease import lease_name
 
 
 class FakeServerTarget:

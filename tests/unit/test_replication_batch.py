@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
+from mybinlog.clickhouse import Capabilities
+from mybinlog.clickhouse.types import make_row_encoder, make_rows_encoder
+from mybinlog.ddl import parse_create_table
 from mybinlog.errors import TypeMappingError
 from mybinlog.protocol._events import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 from mybinlog.replication._batch import add_transaction, rows_entry, table_payload
 from mybinlog.replication._schema import _Table
-from mybinlog.replication.ddl import parse_create_table
-from mybinlog.replication.target import Capabilities
-from mybinlog.replication.types import make_row_encoder, make_rows_encoder
 
 NEW = Capabilities.from_version("25.1")
 OLD = Capabilities.from_version("18.16")

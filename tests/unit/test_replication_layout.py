@@ -36,7 +36,7 @@ def test_ddl_imports_nothing_of_replication_but_itself() -> None:
     for path in sorted((ROOT / "ddl").glob("*.py")):
         for name in _imports(path):
             if name.startswith("mybinlog"):
-                assert name.startswith("mybinlog.replication.ddl") or name in (
+                assert name.startswith("mybinlog.ddl") or name in (
                     "mybinlog.errors",
                     "mybinlog.source._sql",
                 ), f"ddl/{path.name} imports {name}"
@@ -49,10 +49,9 @@ def test_the_model_does_not_import_the_parser() -> None:
 
 
 def test_verify_is_the_function_and_its_package_is_reachable() -> None:
-    """``mybinlog.replication.verify`` stays the function; its package is ``mybinlog.replication.verification``."""
-    import mybinlog.replication.verification._compare as compare
-    from mybinlog.replication import verify
-    from mybinlog.replication.verification import _verifier
+    """``mybinlog.replication.verify`` stays the function; its package is ``mybinlog.verification``."""
+    import mybinlog.verification._compare as compare
+    from mybinlog.verification import _verifier, verify
 
     assert callable(verify)
     assert verify is _verifier.verify

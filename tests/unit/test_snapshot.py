@@ -190,7 +190,7 @@ def test_auto_chunk_rows() -> None:
 
 
 def test_choose_key() -> None:
-    from mybinlog.replication.ddl import parse_create_table
+    from mybinlog.ddl import parse_create_table
 
     pk = parse_create_table("CREATE TABLE t (a INT, b INT, PRIMARY KEY (b, a))", "d")
     assert choose_key(pk) == (["b", "a"], "primary")
@@ -201,7 +201,7 @@ def test_choose_key() -> None:
 
 
 def test_copy_table_select() -> None:
-    from mybinlog.replication.ddl import parse_create_table
+    from mybinlog.ddl import parse_create_table
 
     definition = parse_create_table("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)", "d")
     table = CopyTable("t", definition, "`d`.`t`", "`c`.`t`", ("id",), (None,), ("v <> '%'",))

@@ -1,5 +1,5 @@
 """The compiled rows encoder (``TsvRows`` in mybinlog/protocol/_sp_tsv.c) writes exactly the lines of the
-generated pure-Python rows encoder (mybinlog/replication/types/_encoders.py), or raises the same error.
+generated pure-Python rows encoder (mybinlog/clickhouse/types/_encoders.py), or raises the same error.
 
 Random rows of random values for every column kind it writes itself (integers, DOUBLE, text, DATETIME, TIMESTAMP,
 DATE, DECIMAL) and for kinds it hands to the encoders (CHAR, ENUM, FLOAT, TIME...), NULL and NOT NULL, for a new
@@ -25,13 +25,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mybinlog.clickhouse import Capabilities
+from mybinlog.clickhouse.types import _encoders
+from mybinlog.ddl import ColumnDef, parse_create_table
 from mybinlog.errors import TypeMappingError
 from mybinlog.protocol import _table
 from mybinlog.protocol._constants import ColumnType
 from mybinlog.protocol._table import ColumnInfo, TableMap
-from mybinlog.replication.ddl import ColumnDef, parse_create_table
-from mybinlog.replication.target import Capabilities
-from mybinlog.replication.types import _encoders
 from tests.unit.test_speedups import require_speedups
 from tests.unit.test_values import encode_decimal
 

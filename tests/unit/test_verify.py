@@ -19,12 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mybinlog.cli import _verify as cli_verify
+from mybinlog.clickhouse import Capabilities, tsv_unescape
+from mybinlog.clickhouse._tables import clickhouse_type
+from mybinlog.clickhouse.types import canonical, make_encoder
+from mybinlog.ddl import parse_create_table
 from mybinlog.errors import ConfigurationError, SourceError
-from mybinlog.replication._chschema import clickhouse_type
-from mybinlog.replication.ddl import parse_create_table
-from mybinlog.replication.target import Capabilities, tsv_unescape
-from mybinlog.replication.types import canonical, make_encoder
-from mybinlog.replication.verification import (
+from mybinlog.verification import (
     ColumnDifference,
     RowDifference,
     TableComparer,

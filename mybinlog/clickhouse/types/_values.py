@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ..target._tsv import _UNESCAPE_RE, _unescape_match
+from .._tsv import _UNESCAPE_RE, _unescape_match
 
 __all__ = ["NULL_FIELD", "f32_repr", "tsv_field_text"]
 
@@ -30,7 +30,7 @@ NULL_FIELD = "\\N"
 def tsv_field_text(field: str) -> str | None:
     """The value of one TabSeparated field (``None`` for ``\\N``); binary data stays surrogate-escaped.
 
-    Unlike :func:`~mybinlog.replication.target.tsv_unescape`, ``\\xHH`` escapes stay one surrogate-escaped byte
+    Unlike :func:`~mybinlog.clickhouse.tsv_unescape`, ``\\xHH`` escapes stay one surrogate-escaped byte
     each (they are not joined into UTF-8 characters): the field is an encoder's output, compared byte for byte.
     """
     if field == NULL_FIELD:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...errors import DdlParseError
+from ..errors import DdlParseError
 from ._lexer import (
     SQL_MODE_ANSI_QUOTES,
     SQL_MODE_NO_BACKSLASH_ESCAPES,

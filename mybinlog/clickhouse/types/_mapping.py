@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ...errors import TypeMappingError
-from ...source._sql import quote_mysql_ident
+from ...source._sql import select_column
 
 if TYPE_CHECKING:
-    from ..ddl import ColumnDef
-    from ..target import Capabilities
+    from ...ddl import ColumnDef
+    from .._capabilities import Capabilities
 
 __all__ = ["Kind", "clickhouse_type", "column_kind", "column_spec"]
 
@@ -124,14 +124,9 @@ def column_kind(col: ColumnDef) -> Kind:
 
 
 def select_expression(col: ColumnDef) -> str:
-    """What a ``SELECT`` of the source names for this column, so that asyncmy/pymysql can read the value: the quoted
-    name, and for VECTOR ``CAST(`v` AS BINARY) AS `v```. Drivers decode a VECTOR field (type 242) as ASCII text and
-    fail on its float bytes (UnicodeDecodeError); cast to binary it arrives as the little-endian float32 bytes (exact,
-    -0.0 kept), which the encoders and :func:`canonical` read. The initial load, the snapshot and verify use it."""
-    quoted = quote_mysql_ident(col.name)
-    if _base_name(col) == "vector":
-        return f"CAST({quoted} AS BINARY) AS {quoted}"
-    return quoted
+    """What a ``SELECT`` of the source names for this column (``mybinlog.source``'s ``select_column``: a VECTOR cast
+    to its bytes, which the encoders and :func:`canonical` read)."""
+    return select_column(col.name, _base_name(col))
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -29,8 +29,8 @@ from ._values import (
 )
 
 if TYPE_CHECKING:
-    from ..ddl import ColumnDef
-    from ..target import Capabilities
+    from ...ddl import ColumnDef
+    from .._capabilities import Capabilities
 
 __all__ = ["Canonical", "canonical", "values_match"]
 

@@ -44,7 +44,7 @@ Match = Callable[["str | None", "str | None"], bool]
 
 
 class TableComparer:
-    """Order-independent comparison of two row sets of one table (see :mod:`mybinlog.replication.verification`).
+    """Order-independent comparison of two row sets of one table (see :mod:`mybinlog.verification`).
 
     ``columns``: column names; ``key``: indexes of the key columns (empty: multiset comparison);
     ``source_canon`` / ``replica_canon``: per column, the function from that side's raw value to canonical text.

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ...errors import DdlApplyError, DdlParseError
+from ..errors import DdlApplyError, DdlParseError
 from ._model import (
     ColumnDef,
     TableDef,

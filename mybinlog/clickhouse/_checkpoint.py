@@ -44,11 +44,11 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ReplicationError, TargetError
 from ..protocol._gtid import parse_gtid_set
 from ..protocol._position import BinlogPosition
-from .target import quote_ident, quote_string
-from .target import tsv_escape as _tsv
+from ._tsv import quote_ident, quote_string
+from ._tsv import tsv_escape as _tsv
 
 if TYPE_CHECKING:
-    from .target import Target
+    from ._target import Target
 
 __all__ = [
     "DEFAULT_META_DATABASE",
@@ -117,7 +117,7 @@ class Checkpoint:
         return seq_epoch(self.seq)
 
 
-def _position_json(pos: BinlogPosition | None) -> dict[str, Any] | None:
+def position_json(pos: BinlogPosition | None) -> dict[str, Any] | None:
     if pos is None:
         return None
     return {
@@ -130,7 +130,7 @@ def _position_json(pos: BinlogPosition | None) -> dict[str, Any] | None:
     }
 
 
-def _position_from(obj: dict[str, Any] | None) -> BinlogPosition | None:
+def position_from(obj: dict[str, Any] | None) -> BinlogPosition | None:
     if obj is None:
         return None
     gtids = obj.get("gtid_set")
@@ -230,7 +230,7 @@ async def load_checkpoint(
         return None
     seq, state = rows[0]
     obj = json.loads(state or "{}")
-    position = _position_from(obj["position"])
+    position = position_from(obj["position"])
     assert position is not None
     loading = obj.get("loading")
     if loading is not None and not include_loading:
@@ -242,7 +242,7 @@ async def load_checkpoint(
         position=position,
         tables=tables,
         source=obj.get("source", ""),
-        pending=_position_from(obj.get("pending")),
+        pending=position_from(obj.get("pending")),
         stopped=dict(obj.get("stopped", {})),
         seq=int(seq or 0),
         loading=None if loading is None else [str(t) for t in loading],
@@ -287,10 +287,10 @@ async def _checkpoint_row(target: Target, checkpoint: Checkpoint, meta_database:
         tables = {"tables_ref": await _store_tables(target, checkpoint, meta_database, force=force)}
     state = json.dumps(
         {
-            "position": _position_json(checkpoint.position),
+            "position": position_json(checkpoint.position),
             **tables,
             "source": checkpoint.source,
-            "pending": _position_json(checkpoint.pending),
+            "pending": position_json(checkpoint.pending),
             "stopped": checkpoint.stopped,
             "loading": checkpoint.loading,
             "version_base": checkpoint.version_base,

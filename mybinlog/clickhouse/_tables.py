@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import TypeMappingError
 from . import types as _types
-from .target._tsv import quote_ident as _quote
-from .target._tsv import quote_table as _table
+from ._tsv import quote_ident as _quote
+from ._tsv import quote_table as _table
 from .types import clickhouse_type, column_kind
 
 if TYPE_CHECKING:
-    from .ddl import AlterAction, ColumnDef, TableDef
-    from .target import Capabilities
+    from ..ddl import AlterAction, ColumnDef, TableDef
+    from ._capabilities import Capabilities
 
 __all__ = [
     "ENGINES",
@@ -330,7 +330,7 @@ def alter_sql(
     ``statement_time``: when the ALTER ran (the QueryEvent's timestamp), used for ``DEFAULT CURRENT_TIMESTAMP``
     of an added TIMESTAMP column (MySQL gives existing rows that time).
     """
-    from . import ddl as _ddl
+    from .. import ddl as _ddl
 
     _check_engine(engine)
     table = _table(database, old.name)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ...errors import ConfigurationError
+from ..errors import ConfigurationError
 
 __all__ = [
     "parse_tsv",

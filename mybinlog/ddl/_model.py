@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ...errors import DdlParseError
+from ..errors import DdlParseError
 from ._lexer import _tokenize, quote_string
 
 if TYPE_CHECKING:

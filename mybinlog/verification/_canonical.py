@@ -1,5 +1,5 @@
 """Canonical rows, fast: per column a function with the result of
-:func:`~mybinlog.replication.types.canonical`, the usual value forms inlined as expression templates, and one
+:func:`~mybinlog.clickhouse.types.canonical`, the usual value forms inlined as expression templates, and one
 generated function per table for a whole row."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from ...errors import MybinlogError, TypeMappingError
+from ..errors import MybinlogError, TypeMappingError
 
 if TYPE_CHECKING:
+    from ..clickhouse import Capabilities
     from ..ddl import ColumnDef
-    from ..target import Capabilities
 
 __all__ = ["Canon", "Row", "fast_canonical"]
 
@@ -62,7 +62,7 @@ _TEMPLATES: weakref.WeakKeyDictionary[Callable[..., Any], tuple[str, Canon]] = w
 def _column_template(
     col: ColumnDef, caps: Capabilities, *, side: Literal["source", "clickhouse"], replica_type: str | None
 ) -> tuple[str, Canon]:
-    from ..types import canonical, column_spec
+    from ..clickhouse.types import canonical, column_spec
 
     slow = canonical(col, caps, side=side)
     spec = column_spec(col, caps)

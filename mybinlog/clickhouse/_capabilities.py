@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
-from ...errors import TargetError
+from ..errors import TargetError
 
 __all__ = ["FEATURE_VERSIONS", "Capabilities"]
 

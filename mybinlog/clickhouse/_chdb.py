@@ -19,9 +19,9 @@ try:
 except ImportError:  # pragma: no cover - not on Windows
     fcntl = None  # type: ignore[assignment]
 
-from ...errors import ConfigurationError, MybinlogError, ReplicaLockedError, TargetError
+from ..errors import ConfigurationError, MybinlogError, ReplicaLockedError, TargetError
 from ._capabilities import Capabilities
-from ._interface import _server_message
+from ._target import _server_message
 from ._tsv import _insert_sql, parse_tsv, quote_ident, quote_string
 
 __all__ = ["ChdbTarget"]

@@ -12,18 +12,18 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...errors import ConfigurationError, MybinlogError
-from ...source._dsn import DSN
-from ...source._sql import quote_mysql_ident
+from ..errors import ConfigurationError, MybinlogError
+from ..source._dsn import DSN
+from ..source._sql import quote_mysql_ident
 from ._canonical import Canon, fast_canonical
 from ._compare import Match, TableComparer, _sort_key, bucket_count
 from ._replica import _describe_replica, _engine_mode, _from_clause, _qi, _replica_tables, _ReplicaTable
 from ._report import RowDifference, TableResult, VerifyReport
 
 if TYPE_CHECKING:
-    from .._source import SourceConnection
+    from ..clickhouse import Capabilities, Target
     from ..ddl import ColumnDef, TableDef
-    from ..target import Capabilities, Target
+    from ..source._session import SourceConnection
 
 __all__ = ["DEFAULT_MAX_DIFFERENCES", "DEFAULT_PAGE_ROWS", "verify"]
 
@@ -60,8 +60,9 @@ _APPROXIMATE_TYPES = frozenset({"float", "double", "vector"})  # compared with a
 
 
 def _plan(result: TableResult, definition: TableDef, replica: _ReplicaTable, caps: Capabilities) -> _Plan:
-    from .._chschema import clickhouse_type, sorting_key
-    from ..types import values_match
+    from ..clickhouse import sorting_key
+    from ..clickhouse.types import clickhouse_type
+    from ..clickhouse.types import values_match
 
     by_lower = {name.lower(): name for name in replica.columns}
     columns: list[str] = []
@@ -287,7 +288,7 @@ class _Feed:
 
 
 def _is_source_error(exc: BaseException) -> bool:
-    from ...errors import SourceError
+    from ..errors import SourceError
 
     return isinstance(exc, SourceError)
 
@@ -335,7 +336,7 @@ async def verify(
     max_differences: int = DEFAULT_MAX_DIFFERENCES,
     page_rows: int = DEFAULT_PAGE_ROWS,
 ) -> VerifyReport:
-    """Compare MySQL/MariaDB tables with their replica in ``target``; see :mod:`mybinlog.replication.verification`.
+    """Compare MySQL/MariaDB tables with their replica in ``target``; see :mod:`mybinlog.verification`.
 
     ``databases``: whole databases (the table sets are compared too: tables missing in the replica, or only in
     the replica). ``tables``: ``"db.table"`` names (``"table"`` when one database is given). With neither, the
@@ -348,7 +349,7 @@ async def verify(
     Errors of one table (a ClickHouse query, an unparsable definition) are reported in its :class:`TableResult`
     with status ``error``; a source error (connection lost) raises.
     """
-    from .._chschema import ENGINES
+    from ..clickhouse import ENGINES
 
     dsn = source_dsn if isinstance(source_dsn, DSN) else DSN.parse(source_dsn)
     if engine != "auto" and engine not in ENGINES:
@@ -383,7 +384,7 @@ async def verify(
 async def _verify_database(
     verifier: _Verifier, report: VerifyReport, database: str, listed: list[str] | None, replica_db: str
 ) -> None:
-    from ...errors import SourceError
+    from ..errors import SourceError
 
     try:
         source_tables = await verifier.source.tables(database)
@@ -438,8 +439,8 @@ async def _verify_database(
 
 
 async def _connect_source(dsn: DSN) -> SourceConnection:
-    from ...source._connection import BinlogConnection
-    from .._source import SourceConnection
+    from ..source._connection import BinlogConnection
+    from ..source._session import SourceConnection
 
     conn = await BinlogConnection.connect(dsn, heartbeat_period=0, check_preconditions=False)
     source = SourceConnection(conn)

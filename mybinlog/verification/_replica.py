@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..target import Target
+    from ..clickhouse import Target
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -15,13 +15,13 @@ if TYPE_CHECKING:
 
 
 def _q(text: str) -> str:
-    from ..target import quote_string
+    from ..clickhouse import quote_string
 
     return quote_string(text)
 
 
 def _qi(name: str) -> str:
-    from ..target import quote_ident
+    from ..clickhouse import quote_ident
 
     return quote_ident(name)
 
@@ -46,7 +46,7 @@ async def _replica_tables(target: Target, database: str) -> dict[str, str]:
 
 
 async def _describe_replica(target: Target, database: str, name: str, engine: str) -> _ReplicaTable:
-    from .._chschema import META_COLUMNS
+    from ..clickhouse import META_COLUMNS
 
     rows = await target.query(
         f"SELECT name, type FROM system.columns WHERE database = {_q(database)} AND table = {_q(name)}"
@@ -75,7 +75,7 @@ def _engine_mode(table: _ReplicaTable, requested: str) -> str:
 
 
 def _from_clause(database: str, table: _ReplicaTable, mode: str) -> str:
-    from .._chschema import alive_predicate
+    from ..clickhouse import alive_predicate
 
     sql = f"{_qi(database)}.{_qi(table.name)}"
     engine = table.engine

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from ...errors import DdlApplyError
+from ..errors import DdlApplyError
 from ._model import (
     _TEXT_TYPES,
     _TO_BINARY,

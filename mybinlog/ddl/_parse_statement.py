@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ...errors import DdlApplyError, DdlParseError
+from ..errors import DdlApplyError, DdlParseError
 from ._lexer import _render_tokens
 from ._model import norm
 from ._ops import (

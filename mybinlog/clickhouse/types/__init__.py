@@ -28,7 +28,7 @@ Each imports only modules above it in this table.
 ===============  ===============================================================================================
 
 Layer rules: pure (no IO); imports :mod:`mybinlog.errors`, the protocol's JSON rendering, and for type checking
-only :mod:`mybinlog.replication.ddl` and :mod:`mybinlog.replication.target`.
+only :mod:`mybinlog.ddl` and :mod:`mybinlog.clickhouse`.
 """
 
 from __future__ import annotations

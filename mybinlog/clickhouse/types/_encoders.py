@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import TypeMappingError
 from ...protocol._accel import speedups
-from ..target._tsv import tsv_escape as _escape
+from .._tsv import tsv_escape as _escape
 from ._mapping import _Spec, _spec
 from ._values import (
     _DEC_CONTEXT,
@@ -40,8 +40,8 @@ from ._values import (
 )
 
 if TYPE_CHECKING:
-    from ..ddl import ColumnDef
-    from ..target import Capabilities
+    from ...ddl import ColumnDef
+    from .._capabilities import Capabilities
 
 __all__ = [
     "Encoder",

@@ -4,20 +4,27 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import AuthenticationError, SourceError
 from ..protocol._gtid import parse_gtid_set
 from ..protocol._position import BinlogPosition
 from ..protocol._transaction import Xid
-from ..source._connection import BinlogConnection
-from ..source._dsn import DSN
-from ..source._sql import quote_mysql_ident
-
-if TYPE_CHECKING:
-    from .ddl import ColumnDef
+from ._connection import BinlogConnection
+from ._dsn import DSN
+from ._sql import quote_mysql_ident, select_column
 
 __all__ = ["SourceConnection", "select_scope"]
+
+
+class _Column(Protocol):
+    """A column as :meth:`SourceConnection.stream_rows` reads it (``mybinlog.ddl.ColumnDef`` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def type_name(self) -> str: ...
 
 
 def _text(value: Any) -> str:
@@ -259,24 +266,20 @@ class SourceConnection:
         return self._binlog_conn.stream_query(sql, batch_rows=batch_rows)
 
     async def stream_rows(
-        self, database: str, table: str, columns: Sequence[str | ColumnDef], *, batch: int = 10_000
+        self, database: str, table: str, columns: Sequence[str | _Column], *, batch: int = 10_000
     ) -> AsyncIterator[list[tuple[Any, ...]]]:
         """Every row of ``table`` (inside the current transaction), ``batch`` rows at a time, unbuffered.
 
-        ``columns``: column definitions, each read as :func:`~.types.select_expression` says (a VECTOR as its bytes:
-        the drivers cannot decode a VECTOR field), or names (the table's VECTOR columns are then looked up in
-        information_schema and read the same way)."""
-        from .types import select_expression
-
+        ``columns``: column definitions (``mybinlog.ddl.ColumnDef``: a name and a MySQL type), each read as
+        :func:`select_column` says (a VECTOR as its bytes: the drivers cannot decode a VECTOR field), or names (the
+        table's VECTOR columns are then looked up in information_schema and read the same way)."""
         vectors: set[str] = set()
         if any(isinstance(c, str) for c in columns):
             vectors = await self.vector_columns(database, table)
         cols = ", ".join(
-            select_expression(c)
+            select_column(c.name, c.type_name)
             if not isinstance(c, str)
-            else f"CAST({quote_mysql_ident(c)} AS BINARY) AS {quote_mysql_ident(c)}"
-            if c.lower() in vectors
-            else quote_mysql_ident(c)
+            else select_column(c, "vector" if c.lower() in vectors else "")
             for c in columns
         )
         sql = f"SELECT {cols} FROM {quote_mysql_ident(database)}.{quote_mysql_ident(table)}"

@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-from ...errors import ConfigurationError, TargetConnectionError, TargetError
+from ..errors import ConfigurationError, TargetConnectionError, TargetError
 from ._capabilities import Capabilities
-from ._interface import PASSWORD_ENV, _server_message
+from ._target import PASSWORD_ENV, _server_message
 from ._tsv import _insert_sql, parse_tsv
 
 __all__ = ["HttpTarget"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import re
 
-from ...errors import ConfigurationError
+from ..errors import ConfigurationError
 from ._chdb import ChdbTarget
 from ._http import HttpTarget, _redact_url
-from ._interface import Target
+from ._target import Target
 
 __all__ = ["check_embedded_url", "open_target"]
 

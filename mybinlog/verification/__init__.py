@@ -36,12 +36,10 @@ Each imports only modules above it in this table.
 
 The command line (``mybinlog verify``: its arguments, the printed report, exit codes) is mybinlog/cli/_verify.py.
 
-Layer rules: may import :mod:`mybinlog.replication.ddl`, :mod:`mybinlog.replication.types`,
-:mod:`mybinlog.replication.target`, the ClickHouse schema (``_chschema``) and the source connection (``_source``),
-:mod:`mybinlog.source` and :mod:`mybinlog.errors`; never the replicator or the command line.
-
-The package is named ``verification`` so that ``mybinlog.replication.verify`` stays what it always was: the
-function :func:`verify`.
+Layer rules: may import :mod:`mybinlog.ddl`, :mod:`mybinlog.clickhouse` (the replica's format: targets, types,
+table layout), :mod:`mybinlog.source` (queries to the source) and :mod:`mybinlog.errors`; never the replicator or
+the command line. It sits beside :mod:`mybinlog.replication` and :mod:`mybinlog.snapshot`, which write what it
+reads.
 """
 
 from __future__ import annotations
