@@ -610,10 +610,11 @@ async def test_consumer_positions_are_those_of_a_plain_stream(server: MariaDBSer
                 conn.commit()
                 cur.execute("CREATE TABLE u (id INT PRIMARY KEY)")
                 conn.autocommit(True)
-                for sql in ("XA START 'pos'", "INSERT INTO t VALUES (5, 'xa')", "XA END 'pos'", "XA PREPARE 'pos'"):
+                xid = f"'pos-{db}'"
+                for sql in (f"XA START {xid}", "INSERT INTO t VALUES (5, 'xa')", f"XA END {xid}", f"XA PREPARE {xid}"):
                     cur.execute(sql)
-                cur.execute("INSERT INTO u VALUES (1)")
-                cur.execute("XA COMMIT 'pos'")
+                server.execute(f"INSERT INTO `{db}`.u VALUES (1)")  # another transaction between the two parts
+                cur.execute(f"XA COMMIT {xid}")
                 if server.flavor == "mysql":  # a TRANSACTION_PAYLOAD: the position moves at its last inner event
                     cur.execute("SET SESSION binlog_transaction_compression = ON")
                     conn.autocommit(False)
