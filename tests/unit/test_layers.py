@@ -26,6 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "status": {"sharing", "source", "protocol", "errors"},
     "ddl": {"source", "errors"},  # the MySQL DDL model; MySQL identifier quoting from source/_sql.py
     "clickhouse": {"ddl", "source", "protocol", "errors", "_lazy"},  # source: its SQL text helpers only
+    "kafka": {"protocol", "errors"},  # Debezium messages and the transactional producer (docs/kafka.md)
     "verification": {"clickhouse", "ddl", "source", "protocol", "errors"},
     "replication": {"clickhouse", "ddl", "sharing", "status", "source", "protocol", "errors", "_failpoints", "_lazy"},
     "snapshot": {"replication", "clickhouse", "ddl", "sharing", "source", "protocol", "errors"},
