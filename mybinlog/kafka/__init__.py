@@ -6,8 +6,11 @@ Layer rules: imports ``protocol`` (values, JSON rendering) and ``errors``; the t
 """
 
 from ._envelope import Message, SourceInfo, TableEncoder, column_encoder, encode_decimal, schema_change, topic_name
+from ._producer import KafkaProducer, KafkaSettings, position_topic_name, transactional_id
 
 __all__ = [
+    "KafkaProducer",
+    "KafkaSettings",
     "Message",
     "SourceInfo",
     "TableEncoder",
@@ -15,4 +18,6 @@ __all__ = [
     "encode_decimal",
     "schema_change",
     "topic_name",
+    "position_topic_name",
+    "transactional_id",
 ]

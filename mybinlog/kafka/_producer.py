@@ -1,0 +1,373 @@
+"""Exactly-once producing into Kafka with confluent-kafka's transactional producer, without blocking the event loop.
+
+One :class:`KafkaProducer` per replica. Each batch is one Kafka transaction holding the batch's messages, a record of
+the batch's binlog position on the compacted position topic ``<prefix>.mybinlog.positions`` (key: the replica) and
+a consumer-group offset (group ``mybinlog.<replica>``) that points at that record, committed together
+(:meth:`KafkaProducer.commit`). At start (:meth:`KafkaProducer.start`) the committed offset of the group names the
+last committed position record, which is read back: this does not depend on the broker hiding aborted records
+(Tansu does not, docs/kafka.md), only on it applying a transaction's offsets when, and only when, it commits.
+
+The transactional id is ``mybinlog.<replica>``: a second process that starts the replica fences the first (the
+broker bumps the producer epoch), whose next commit raises :class:`~mybinlog.errors.ReplicaLockedError`. A paused
+former leader therefore cannot commit a batch after a takeover.
+
+Against a broker without transactions (``transactional=False``, or ``None`` when ``init_transactions`` fails), the
+producer is at-least-once: the batch's messages are acknowledged (``acks=all``) before the position record is
+written; a crash in between repeats the batch. This is logged as a warning at start and shown by :attr:`mode`.
+
+Why a thread and not confluent-kafka's ``AIOProducer``: ``produce()`` only appends to librdkafka's queue and never
+waits for the network (it raises ``BufferError`` when the queue is full), so it runs on the event loop; the calls
+that wait (``init_transactions``, ``flush``, ``send_offsets_to_transaction``, ``commit_transaction``, the admin
+client and the read-back consumer) run in one worker thread of this producer. ``AIOProducer`` (experimental in
+confluent-kafka 2.x) creates an asyncio future per message and batches on a timer, which costs more per message than
+the whole envelope encoding, and cannot send headers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from ..errors import ConfigurationError, ReplicaLockedError, TargetConnectionError, TargetError
+from ._envelope import Message
+
+__all__ = ["KafkaProducer", "KafkaSettings", "position_topic_name", "transactional_id"]
+
+log = logging.getLogger("mybinlog.kafka")
+T = TypeVar("T")
+
+_POSITION_TOPIC = "{prefix}.mybinlog.positions"
+
+
+def position_topic_name(prefix: str) -> str:
+    """``<prefix>.mybinlog.positions``: the compacted topic of the replicas' committed positions."""
+    return _POSITION_TOPIC.format(prefix=prefix)
+
+
+def transactional_id(replica: str) -> str:
+    """``mybinlog.<replica>``: the transactional id (and consumer group) of a replica."""
+    return f"mybinlog.{replica}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KafkaSettings:
+    """Where and how a replica writes.
+
+    ``bootstrap``: ``host:port[,host:port]``. ``replica``: the replica's name (transactional id, group, position
+    key). ``prefix``: Debezium's ``topic.prefix`` (topics ``<prefix>.<database>.<table>``, the schema change topic
+    ``<prefix>``, the position topic ``<prefix>.mybinlog.positions``). ``transactional``: ``True`` exactly-once
+    (fails when the broker cannot), ``False`` at-least-once, ``None`` exactly-once when the broker can.
+    ``partitions``/``replication_factor``: of the topics created here (``-1``: the broker's default).
+    ``config``: more librdkafka settings (``security.protocol``, ``sasl.*``, ``compression.type``...).
+    ``timeout``: seconds for each blocking broker call.
+    """
+
+    bootstrap: str
+    replica: str
+    prefix: str
+    transactional: bool | None = None
+    partitions: int = 1
+    replication_factor: int = -1
+    config: Mapping[str, Any] = field(default_factory=dict)
+    timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        if not self.bootstrap or not self.replica or not self.prefix:
+            raise ConfigurationError("KafkaSettings needs bootstrap, replica and prefix")
+
+
+def _kafka() -> Any:
+    try:
+        import confluent_kafka
+        import confluent_kafka.admin
+    except ImportError as exc:
+        raise ConfigurationError("the Kafka output needs confluent-kafka: pip install 'mybinlog[kafka]'") from exc
+    return confluent_kafka
+
+
+_FENCED_NAMES = frozenset(
+    {"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"}
+)
+
+
+def _translate(exc: Exception, what: str, replica: str) -> Exception:
+    """A confluent-kafka error as a mybinlog error (the caller raises it ``from exc``)."""
+    error: Any = exc.args[0] if exc.args else None
+    name = error.name() if hasattr(error, "name") else type(exc).__name__
+    text = error.str() if hasattr(error, "str") else str(exc)
+    if name in _FENCED_NAMES:
+        return ReplicaLockedError(
+            f"replica {replica!r}: another producer with transactional id {transactional_id(replica)!r} took over "
+            f"({what}: {name}); this process must stop: the other one writes the replica now"
+        )
+    if hasattr(error, "retriable") and error.retriable():
+        return TargetConnectionError(f"Kafka {what} failed, retrying may succeed: {name}: {text}")
+    return TargetError(f"Kafka {what} failed: {name}: {text}")
+
+
+class KafkaProducer:
+    """The Kafka side of one replica (see the module docstring). Use ``async with`` or :meth:`start`/:meth:`close`.
+
+    Attributes after :meth:`start`: :attr:`mode` (``"exactly-once"`` or ``"at-least-once"``), :attr:`position` (the
+    last committed position, the JSON object given to :meth:`commit`, or ``None``), :attr:`position_topic`.
+    """
+
+    def __init__(self, settings: KafkaSettings) -> None:
+        self.settings = settings
+        self.position_topic = position_topic_name(settings.prefix)
+        self.mode = "stopped"
+        self.position: dict[str, Any] | None = None
+        self._kafka = _kafka()
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            1, thread_name_prefix=f"mybinlog-kafka-{settings.replica}"
+        )
+        self._producer: Any = None
+        self._admin: Any = None
+        self._group_metadata: Any = None
+        self._known_topics: set[str] = set()
+        self._errors: list[Any] = []
+        self._position_offset = -1
+
+    # -- plumbing ---
+
+    def _base_config(self) -> dict[str, Any]:
+        return {"bootstrap.servers": self.settings.bootstrap, "logger": log, **self.settings.config}
+
+    async def _run(self, what: str, call: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, call, *args)
+        except self._kafka.KafkaException as exc:
+            raise _translate(exc, what, self.settings.replica) from exc
+        except SystemError as exc:
+            # confluent-kafka: a fatal error (fenced) raised inside flush() surfaces as the SystemError of the next
+            # delivery callback, caused by the KafkaException
+            cause = exc.__cause__ or exc.__context__
+            if isinstance(cause, self._kafka.KafkaException):
+                raise _translate(cause, what, self.settings.replica) from exc
+            raise
+
+    def _on_delivery(self, error: Any, message: Any) -> None:  # in the worker thread, inside poll/flush
+        if error is not None:
+            self._errors.append(error)
+        elif message.topic() == self.position_topic:
+            self._position_offset = message.offset()
+
+    async def _flush(self, what: str) -> None:
+        timeout = self.settings.timeout
+        remaining = await self._run(what, self._producer.flush, timeout)
+        if remaining:
+            raise TargetConnectionError(f"Kafka {what}: {remaining} messages not acknowledged in {timeout} s")
+        if self._errors:
+            error, self._errors = self._errors[0], []
+            raise _translate(self._kafka.KafkaException(error), what, self.settings.replica)
+
+    # -- start ---
+
+    async def start(self) -> KafkaProducer:
+        """Create the position topic if missing, initialise transactions (fencing any former producer of the
+        replica), and read back the last committed position into :attr:`position`."""
+        kafka = self._kafka
+        self._admin = kafka.admin.AdminClient(self._base_config())
+        await self.ensure_topics([self.position_topic], compacted=True)
+        transactional = self.settings.transactional
+        if transactional is not False:
+            config = {
+                **self._base_config(),
+                "transactional.id": transactional_id(self.settings.replica),
+                "enable.idempotence": True,
+                "on_delivery": self._on_delivery,
+                "transaction.timeout.ms": max(60_000, int(self.settings.timeout * 2000)),
+            }
+            self._producer = kafka.Producer(config)
+            try:
+                await self._run("init_transactions", self._producer.init_transactions, self.settings.timeout)
+            except ReplicaLockedError:
+                raise
+            except TargetError as exc:
+                if transactional:
+                    raise
+                log.warning(
+                    "replica %s: the broker refused transactions (%s): writing AT-LEAST-ONCE, a crash may repeat "
+                    "the last batch; set transactional=True to refuse to start instead",
+                    self.settings.replica,
+                    exc,
+                )
+                self._producer = None
+            else:
+                self.mode = "exactly-once"
+                consumer = kafka.Consumer({**self._base_config(), "group.id": transactional_id(self.settings.replica)})
+                self._group_metadata = consumer.consumer_group_metadata()
+                consumer.close()
+        if self._producer is None:
+            if transactional is False:
+                log.warning("replica %s: writing AT-LEAST-ONCE (transactional=False)", self.settings.replica)
+            self._producer = kafka.Producer({**self._base_config(), "acks": "all", "on_delivery": self._on_delivery})
+            self.mode = "at-least-once"
+        self.position = await self._run("reading the position", self._read_position)
+        return self
+
+    def _read_position(self) -> dict[str, Any] | None:  # worker thread
+        kafka = self._kafka
+        partition = kafka.TopicPartition(self.position_topic, 0)
+        consumer = kafka.Consumer(
+            {
+                **self._base_config(),
+                "group.id": transactional_id(self.settings.replica),
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+            }
+        )
+        try:
+            timeout = self.settings.timeout
+            low, high = consumer.get_watermark_offsets(partition, timeout=timeout)
+            if self.mode == "exactly-once":
+                committed = consumer.committed([partition], timeout=timeout)[0].offset
+                if committed <= 0:
+                    return None  # no transaction of this replica committed yet
+                start, end = committed - 1, committed
+            else:
+                start, end = low, high  # at-least-once: the last record of the replica up to the end
+            found: dict[str, Any] | None = None
+            if start >= end:
+                return None
+            consumer.assign([kafka.TopicPartition(self.position_topic, 0, start)])
+            replica = self.settings.replica.encode()
+            while True:
+                message = consumer.poll(timeout)
+                if message is None:
+                    raise TargetConnectionError(f"reading {self.position_topic}: no answer in {timeout} s")
+                error = message.error()
+                if error is not None:
+                    if error.code() == kafka.KafkaError._PARTITION_EOF:
+                        break
+                    raise kafka.KafkaException(error)
+                if message.key() == replica and message.value() is not None:
+                    found = json.loads(message.value())["position"]
+                if message.offset() + 1 >= end:
+                    break
+            if found is None and self.mode == "exactly-once":
+                raise TargetError(
+                    f"the committed offset {end} of group {transactional_id(self.settings.replica)!r} on "
+                    f"{self.position_topic} does not point at a position record of replica {self.settings.replica!r}"
+                )
+            return found
+        finally:
+            consumer.close()
+
+    async def ensure_topics(self, topics: Iterable[str], *, compacted: bool = False) -> None:
+        """Create the topics that do not exist yet (an existing topic is left as it is)."""
+        missing = [t for t in dict.fromkeys(topics) if t not in self._known_topics]
+        if not missing:
+            return
+        metadata = await self._run("listing topics", self._admin.list_topics, None, self.settings.timeout)
+        new = [t for t in missing if t not in metadata.topics]
+        if new:
+            admin = self._kafka.admin
+            config = {"cleanup.policy": "compact"} if compacted else {}
+            specs = [
+                admin.NewTopic(
+                    t, self.settings.partitions if not compacted else 1, self.settings.replication_factor, config=config
+                )
+                for t in new
+            ]
+            futures = self._admin.create_topics(specs, operation_timeout=self.settings.timeout)
+            for topic, future in futures.items():
+                try:
+                    await asyncio.wrap_future(future)
+                except self._kafka.KafkaException as exc:
+                    if exc.args[0].code() != self._kafka.KafkaError.TOPIC_ALREADY_EXISTS:
+                        raise _translate(exc, f"creating topic {topic}", self.settings.replica) from exc
+        self._known_topics.update(missing)
+
+    # -- batches ---
+
+    async def _produce(self, topic: str, message: Message) -> None:
+        producer = self._producer
+        while True:
+            try:
+                producer.produce(topic, message.value, message.key, headers=list(message.headers) or None)
+                return
+            except BufferError:  # librdkafka's queue is full: let it send
+                await self._run("producing", producer.poll, 0.05)
+
+    async def commit(self, messages: Iterable[tuple[str, Message]], position: dict[str, Any]) -> None:
+        """Write ``messages`` (``(topic, message)`` pairs, in order) and ``position`` (a JSON object: mybinlog's
+        checkpoint form of a binlog position) as one transaction; return when it is committed.
+
+        Raises :class:`~mybinlog.errors.ReplicaLockedError` when another producer took the replica over,
+        :class:`~mybinlog.errors.TargetConnectionError` (retriable) when the broker could not be reached (the
+        transaction is aborted: nothing of the batch is visible), :class:`~mybinlog.errors.TargetError` otherwise.
+        """
+        record = Message(
+            self.settings.replica.encode(),
+            json.dumps({"replica": self.settings.replica, "position": position}).encode(),
+        )
+        if self.mode != "exactly-once":
+            for topic, message in messages:
+                await self._produce(topic, message)
+            await self._flush("producing the batch")
+            await self._produce(self.position_topic, record)
+            await self._flush("storing the position")
+            self.position = position
+            return
+        producer = self._producer
+        self._errors = []
+        self._position_offset = -1
+        try:
+            producer.begin_transaction()
+        except self._kafka.KafkaException as exc:
+            raise _translate(exc, "begin_transaction", self.settings.replica) from exc
+        try:
+            for topic, message in messages:
+                await self._produce(topic, message)
+            await self._produce(self.position_topic, record)
+            await self._flush("producing the batch")
+            pointer = [self._kafka.TopicPartition(self.position_topic, 0, self._position_offset + 1)]
+            await self._run(
+                "send_offsets_to_transaction",
+                producer.send_offsets_to_transaction,
+                pointer,
+                self._group_metadata,
+                self.settings.timeout,
+            )
+            await self._run("commit_transaction", producer.commit_transaction, self.settings.timeout)
+        except ReplicaLockedError:
+            raise
+        except (TargetError, asyncio.CancelledError):
+            await self._abort()
+            raise
+        self.position = position
+
+    async def _abort(self) -> None:
+        try:
+            await asyncio.shield(
+                self._run("abort_transaction", self._producer.abort_transaction, self.settings.timeout)
+            )
+        except (TargetError, ReplicaLockedError) as exc:
+            log.warning("replica %s: aborting the transaction failed: %s", self.settings.replica, exc)
+
+    # -- close ---
+
+    async def close(self) -> None:
+        """Wait for what is queued (outside a transaction) and release the worker thread."""
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            try:
+                await asyncio.get_running_loop().run_in_executor(self._executor, producer.flush, 1.0)
+            except Exception:  # closing: the error was already raised where it happened
+                log.debug("replica %s: flush at close failed", self.settings.replica, exc_info=True)
+        self._executor.shutdown(wait=False)
+        self.mode = "stopped"
+
+    async def __aenter__(self) -> KafkaProducer:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
