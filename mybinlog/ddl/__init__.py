@@ -44,8 +44,7 @@ Decisions
 
 Modules
 -------
-Each imports only modules above it in this table (``_model`` imports ``_apply`` inside :meth:`TableDef.apply`,
-when called), plus :mod:`mybinlog.errors` and the standard library.
+Each imports only modules above it in this table, plus :mod:`mybinlog.errors` and the standard library.
 
 ======================  ==================================================================================
 ``_lexer``              statement text -> tokens; quoting of names and strings; the ``sql_mode`` bits

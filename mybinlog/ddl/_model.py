@@ -2,20 +2,16 @@
 defaults and charsets are resolved, and the rules the parser and :func:`~._apply.apply_alter` share (charset names,
 keys).
 
-It imports the lexer (to read DEFAULT clauses and write types as text), never the parser. :meth:`TableDef.apply`
-is a shortcut for :func:`~._apply.apply_alter` and imports it when called (``_apply`` builds on this module).
+It imports the lexer (to read DEFAULT clauses and write types as text), never the parser, the actions or
+:func:`~._apply.apply_alter` (they build on this module).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ..errors import DdlParseError
 from ._lexer import _tokenize, quote_string
-
-if TYPE_CHECKING:
-    from ._ops import AlterAction
 
 __all__ = ["ColumnDef", "TableDef", "norm"]
 
@@ -153,12 +149,6 @@ class TableDef:
 
     def column_names(self) -> list[str]:
         return [col.name for col in self.columns]
-
-    def apply(self, action: AlterAction) -> TableDef:
-        """The table after ``action`` (a new object; see :func:`apply_alter`)."""
-        from ._apply import apply_alter  # imported here: _apply builds on this module
-
-        return apply_alter(self, action)
 
 
 def _default_info(default: str | None) -> tuple[str, str | None]:

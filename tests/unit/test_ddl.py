@@ -892,7 +892,7 @@ def test_apply_keys_defaults_charsets_and_rename() -> None:
     assert t8.column("a").raw_type == "varbinary(10)"
     t9 = apply_sql(t5, "ALTER TABLE t RENAME TO s2.u, ENGINE=MyISAM")
     assert (t9.schema, t9.name) == ("s2", "u")
-    assert t.apply(RenameTableAction("x", "y")).name == "y"
+    assert apply_alter(t, RenameTableAction("x", "y")).name == "y"
     with pytest.raises(DdlApplyError, match="TRUNCATE PARTITION"):
         apply_sql(t, "ALTER TABLE t TRUNCATE PARTITION p0")
     with pytest.raises(DdlApplyError):

@@ -1,20 +1,20 @@
-"""The packages of the replication layer: the DDL model and parser import nothing of the rest of replication, the
-model does not import the parser."""
+"""The packages of the replication layer: the DDL model and parser (mybinlog/ddl) import nothing of the rest of
+replication, the model imports neither the parser nor the actions that build on it."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-import mybinlog.replication
+import mybinlog
 
-ROOT = Path(mybinlog.replication.__file__).parent
+ROOT = Path(mybinlog.__file__).parent
 PARSER = {"_parser", "_parse_column", "_parse_create", "_parse_alter", "_parse_statement"}
 
 
 def _imports(path: Path) -> set[str]:
     """The absolute names of every module ``path`` imports (module level or not, type checking included)."""
-    package = "mybinlog.replication." + path.parent.name
+    package = "mybinlog." + path.parent.name
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -33,7 +33,9 @@ def _imports(path: Path) -> set[str]:
 
 def test_ddl_imports_nothing_of_replication_but_itself() -> None:
     """Beside itself: the errors and the one MySQL identifier quoting (mybinlog/source/_sql.py, no IO)."""
-    for path in sorted((ROOT / "ddl").glob("*.py")):
+    paths = sorted((ROOT / "ddl").glob("*.py"))
+    assert len(paths) > 5, f"no DDL package at {ROOT / 'ddl'}"
+    for path in paths:
         for name in _imports(path):
             if name.startswith("mybinlog"):
                 assert name.startswith("mybinlog.ddl") or name in (
@@ -46,6 +48,8 @@ def test_the_model_does_not_import_the_parser() -> None:
     for module in ("_model", "_lexer", "_ops"):
         names = _imports(ROOT / "ddl" / f"{module}.py")
         assert not {n.rsplit(".", 1)[-1] for n in names} & PARSER, f"ddl/{module}.py imports the parser"
+    # the actions (_ops) and apply_alter (_apply) build on the model: it imports neither (no TableDef.apply)
+    assert not {"mybinlog.ddl._ops", "mybinlog.ddl._apply"} & _imports(ROOT / "ddl" / "_model.py")
 
 
 def test_verify_is_the_function_and_its_package_is_reachable() -> None:
