@@ -45,10 +45,7 @@ translated where they enter mybinlog, always with ``raise ... from exc``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .protocol._position import BinlogPosition
+from typing import Protocol
 
 __all__ = [
     "AuthenticationError",
@@ -82,6 +79,18 @@ __all__ = [
     "TypeMappingError",
     "UnknownEventError",
 ]
+
+
+class _Position(Protocol):
+    """What an error says of a binlog position: a :class:`mybinlog.BinlogPosition` (this module is the lowest layer
+    and imports nothing of mybinlog, so it names only what it shows)."""
+
+    @property
+    def file(self) -> str: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def gtid_set(self) -> object: ...
 
 
 class MybinlogError(Exception):
@@ -239,7 +248,7 @@ class BinlogDetachedError(MybinlogError):
 
     retriable = True
 
-    def __init__(self, message: str, *, position: BinlogPosition | None = None) -> None:
+    def __init__(self, message: str, *, position: _Position | None = None) -> None:
         self.position = position
         super().__init__(message)
 

@@ -13,7 +13,7 @@ import struct
 import sys
 from collections.abc import Callable
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import DecodeError
 from ._accel import speedups
@@ -45,10 +45,34 @@ from ._values import (
     timestamp2_decoder,
 )
 
-if TYPE_CHECKING:
-    from ._events import RowsEvent
-
 __all__ = ["ColumnInfo", "TableMap", "parse_table_map_body", "table_names_or_none"]
+
+
+class _RowImages(Protocol):
+    """What the row decoders read of a rows event (:class:`~._events.RowsEvent`, which builds on this module: the
+    events hold their :class:`TableMap`)."""
+
+    @property
+    def _image_mode(self) -> int: ...
+    @property
+    def present(self) -> int: ...
+    @property
+    def present_after(self) -> int: ...
+    @property
+    def body(self) -> bytes: ...
+    @property
+    def rows_start(self) -> int: ...
+    @property
+    def rows_end(self) -> int: ...
+    @property
+    def type_code(self) -> int: ...
+    @property
+    def type_name(self) -> str: ...
+    @property
+    def file(self) -> str | None: ...
+    @property
+    def offset(self) -> int | None: ...
+
 
 _TYPE_NAMES = {t.value: t.name.lower() for t in ColumnType}
 
@@ -194,7 +218,7 @@ class TableMap:
         return names
 
     # -- row decoding -------------------------------------------------------------------------------------
-    def render_rows_json(self, event: RowsEvent) -> bytes | None:
+    def render_rows_json(self, event: _RowImages) -> bytes | None:
         """The event's rows as the JSON Lines renderer writes them (UTF-8, rows separated by commas), rendered by
         the compiled core straight from the row images; None when the rows must be decoded first (no compiled
         core, a value that is not plain, a damaged image: decoding then gives the values, or raises)."""
@@ -204,7 +228,7 @@ class TableMap:
         out: bytes | None = program.render_json(event.body, event.rows_start, event.rows_end)
         return out
 
-    def decode_rows(self, event: RowsEvent) -> list[Any]:
+    def decode_rows(self, event: _RowImages) -> list[Any]:
         mode = event._image_mode
         key = (mode, event.present, event.present_after)
         fn = self._decoders.get(key)
@@ -705,11 +729,7 @@ def _column_code(g: _Gen, col: ColumnInfo, var: str, partial_bit: str | None) ->
         n = col.length
         return [f"{var} = _set({g.const(col.set_values)}, _from(buf[pos:pos + {n}], 'little'))", f"pos += {n}"]
     if t in (ColumnType.VARCHAR, ColumnType.VAR_STRING, ColumnType.STRING):
-        lines = (
-            ["n = buf[pos]", "pos += 1"]
-            if col.length < 256
-            else ["n = buf[pos] | buf[pos + 1] << 8", "pos += 2"]
-        )
+        lines = ["n = buf[pos]", "pos += 1"] if col.length < 256 else ["n = buf[pos] | buf[pos + 1] << 8", "pos += 2"]
         codec = collation_codec(col.charset) if col.charset is not None else "?"
         if codec is None:
             if t == ColumnType.STRING:  # BINARY(n): the server strips trailing 0x00 padding; restore it
@@ -754,9 +774,7 @@ def _column_code(g: _Gen, col: ColumnInfo, var: str, partial_bit: str | None) ->
                 lines += _decode_text(g, var, codec)
         lines.append("pos += n")
         return lines
-    raise DecodeError(
-        f"column {col.index} of type {col.type_name} ({col.real_type}) is not supported by this decoder"
-    )
+    raise DecodeError(f"column {col.index} of type {col.type_name} ({col.real_type}) is not supported by this decoder")
 
 
 def _decode_text(g: _Gen, var: str, codec: str) -> list[str]:
