@@ -14,26 +14,39 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .. import _failpoints
 from .. import ddl as _ddl
 from ..clickhouse import quote_string
 from ..source._session import SourceConnection
 from ._observe import _LoadProgress
-from ._schema import _Table
+from ._schema import TableOwner, _Table
 
 if TYPE_CHECKING:
-    from ._replicator import Replicator
+    from ._settings import ReplicaStatus
 
-__all__ = ["CONCURRENT_TABLES", "SMALL_TABLE_BYTES", "copy_tables"]
+__all__ = ["CONCURRENT_TABLES", "SMALL_TABLE_BYTES", "Loading", "copy_tables"]
+
+
+class Loading(TableOwner, Protocol):
+    """What the copy reads and calls of the replica it loads (the replicator)."""
+
+    @property
+    def replica(self) -> str: ...
+    @property
+    def status(self) -> ReplicaStatus: ...
+    async def _confirm_lease(self) -> None: ...
+    async def _create_ch_table(self, definition: _ddl.TableDef) -> None: ...
+    def _wrote(self, what: str) -> None: ...
+
 
 CONCURRENT_TABLES = 4  # small tables whose ClickHouse writes may be in flight while the next ones are read
 SMALL_TABLE_BYTES = 1 << 20  # a table whose encoded rows stay under this is held and written by a task
 
 
 async def copy_tables(
-    r: Replicator,
+    r: Loading,
     src: SourceConnection,
     names: Sequence[str],
     definitions: dict[str, _ddl.TableDef],

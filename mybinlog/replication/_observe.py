@@ -15,12 +15,26 @@ import dataclasses
 import logging
 import time
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ._replicator import Replicator
+    from ..clickhouse import Checkpoint
+    from ..sharing import Binlog
+    from ._settings import ReplicaStatus
 
-__all__ = ["count_batch", "count_rows", "is_leader", "observe_source", "replica_snapshot"]
+__all__ = ["Observed", "count_batch", "count_rows", "is_leader", "observe_source", "replica_snapshot"]
+
+
+class Observed(Protocol):
+    """What the functions below read of a replica (the replicator; its lease and client are read when present)."""
+
+    @property
+    def status(self) -> ReplicaStatus: ...
+    @property
+    def binlog(self) -> Binlog | None: ...
+    @property
+    def checkpoint(self) -> Checkpoint | None: ...
+
 
 progress_logger = logging.getLogger("mybinlog.progress")
 
@@ -51,7 +65,7 @@ def count_rows(counts: dict[str, dict[str, int]], table: str, changes: Iterable[
     kinds["delete"] += deletes
 
 
-def is_leader(r: Replicator) -> bool:
+def is_leader(r: Observed) -> bool:
     """Whether this process writes the replica now: it claimed it (``status.leader``), is not a standby, did not fail
     or lose its lease, and its lease cannot have expired meanwhile (a leader paused, hung or cut off for longer than
     the lease has most likely been replaced: it says so at once when it resumes, before its next confirmation fails
@@ -63,7 +77,7 @@ def is_leader(r: Replicator) -> bool:
     return lease is None or (lease.failure is None and not lease.maybe_expired())
 
 
-def observe_source(r: Replicator) -> None:
+def observe_source(r: Observed) -> None:
     """Update the replica status's source fields from its binlog connection: ``source_server`` (``host:port``
     read now) and ``source_server_id`` from the dispatcher serving its consumer (its :class:`~mybinlog.BinlogStream`),
     ``source_failovers`` and ``last_source_failover`` from its client's totals (every dispatcher it ran, so the count
@@ -81,7 +95,7 @@ def observe_source(r: Replicator) -> None:
         s.last_source_failover = stats.last_failover or s.last_source_failover
 
 
-def replica_snapshot(r: Replicator, now: float | None = None) -> dict[str, Any]:
+def replica_snapshot(r: Observed, now: float | None = None) -> dict[str, Any]:
     """The replica's status as a dict (every :class:`ReplicaStatus` field, the source check flattened) plus
     ``lag_seconds`` computed now (see the module docstring; the stored value once it stopped), ``connected``
     (its binlog connection is up; None when it is not streaming), ``checkpoint_age_seconds`` and

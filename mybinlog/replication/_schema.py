@@ -14,7 +14,7 @@ import datetime as dt
 import logging
 import operator
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from .. import _failpoints, clickhouse
 from .. import ddl as _ddl
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..source._dsn import DSN
     from ._settings import ReplicaStatus, ReplicationSettings
 
-__all__ = ["SchemaChanges"]
+__all__ = ["SchemaChanges", "TableOwner"]
 
 logger = logging.getLogger("mybinlog.replication")
 
@@ -47,10 +47,25 @@ class _Layout(NamedTuple):
     key_of: Callable[[Sequence[Any]], Any] | None  # row -> its key (the value for one column, else a tuple)
 
 
+class TableOwner(Protocol):
+    """What a :class:`_Table` reads of the replica that owns it (the replicator)."""
+
+    @property
+    def target(self) -> Target: ...
+    @property
+    def settings(self) -> ReplicationSettings: ...
+    @property
+    def database(self) -> str: ...
+    @property
+    def target_database(self) -> str: ...
+    @property
+    def flavor(self) -> str: ...
+
+
 class _Table:
     """A replicated table: its MySQL definition, its ClickHouse table, encoders and buffered changes."""
 
-    def __init__(self, repl: SchemaChanges, definition: _ddl.TableDef) -> None:
+    def __init__(self, repl: TableOwner, definition: _ddl.TableDef) -> None:
         self.repl = repl
         self.define(definition)
 

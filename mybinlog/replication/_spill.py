@@ -25,7 +25,7 @@ import logging
 import pickle
 import tempfile
 from collections.abc import Iterator, Sequence
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from .. import _failpoints
 from ..protocol._position import BinlogPosition
@@ -33,10 +33,37 @@ from ._batch import Change, Entry, add_transaction, table_payload
 from ._observe import count_batch
 
 if TYPE_CHECKING:
-    from ._replicator import Replicator
+    from ..clickhouse import Checkpoint, Target
     from ._schema import _Table
+    from ._settings import ReplicaStatus, ReplicationSettings
 
-__all__ = ["ROW_OVERHEAD", "Spill", "entry_bytes", "give_memory_back", "write_spilled"]
+__all__ = ["ROW_OVERHEAD", "Spill", "SpillWriter", "entry_bytes", "give_memory_back", "write_spilled"]
+
+
+class SpillWriter(Protocol):
+    """What :func:`write_spilled` reads and calls of the replica it writes (the replicator)."""
+
+    @property
+    def replica(self) -> str: ...
+    @property
+    def target(self) -> Target: ...
+    @property
+    def settings(self) -> ReplicationSettings: ...
+    @property
+    def status(self) -> ReplicaStatus: ...
+    @property
+    def _checkpoint(self) -> Checkpoint | None: ...
+    @property
+    def _tables(self) -> dict[str, _Table]: ...
+    @property
+    def _replay_until(self) -> BinlogPosition | None: ...
+    @property
+    def _version_base(self) -> int: ...
+    async def _flush(self) -> None: ...
+    async def _save_now(self, cp: Checkpoint) -> None: ...
+    async def _confirm_lease(self) -> None: ...
+    def _wrote(self, what: str) -> None: ...
+
 
 logger = logging.getLogger("mybinlog.replication")
 
@@ -109,7 +136,7 @@ def chunks(
 
 
 async def write_spilled(
-    rep: Replicator, spill: Spill, start: BinlogPosition, end: BinlogPosition, version: int
+    rep: SpillWriter, spill: Spill, start: BinlogPosition, end: BinlogPosition, version: int
 ) -> None:
     """Write the spilled transaction that ended at ``end`` (its end's version ``version``): the complete transactions
     before it first (their checkpoint), then its chunks, then the checkpoint at ``end`` (by the caller's flush)."""

@@ -27,7 +27,7 @@ import logging
 import time
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..errors import MybinlogError
 from ..protocol._gtid import GtidSet, parse_gtid_set
@@ -35,9 +35,10 @@ from ..protocol._position import BinlogPosition
 from ..source._session import SourceConnection
 
 if TYPE_CHECKING:
-    from ._replicator import Replicator
+    from ..clickhouse import Checkpoint
+    from ..source._dsn import DSN
 
-__all__ = ["BinlogCheck", "SourceBinlogs", "SourceWatch", "assess_binlogs", "read_source_binlogs"]
+__all__ = ["BinlogCheck", "SourceBinlogs", "SourceWatch", "Watched", "assess_binlogs", "read_source_binlogs"]
 
 logger = logging.getLogger("mybinlog.replication")
 
@@ -187,12 +188,30 @@ async def read_source_binlogs(src: SourceConnection) -> SourceBinlogs:
     )
 
 
+class _CheckedStatus(Protocol):
+    binlog_check: BinlogCheck | None  # ReplicaStatus's (_settings.py, which builds on this module)
+
+
+class Watched(Protocol):
+    """What the watch reads of the replica it watches (the replicator), and the status it writes its outcome into."""
+
+    @property
+    def replica(self) -> str: ...
+    @property
+    def dsn(self) -> DSN: ...
+    @property
+    def checkpoint(self) -> Checkpoint | None: ...
+    @property
+    def status(self) -> _CheckedStatus: ...
+    def oldest_needed(self, cp: Checkpoint) -> BinlogPosition: ...
+
+
 class SourceWatch:
     """Checks the replica's checkpoint against the source's binlogs every ``interval`` seconds (see the module
     docstring) and writes the outcome into the replicator's status. ``async with`` runs the periodic checks in a
     task it owns; :meth:`check` runs one now."""
 
-    def __init__(self, replicator: Replicator, interval: float) -> None:
+    def __init__(self, replicator: Watched, interval: float) -> None:
         self.replicator = replicator
         self.interval = interval
         self.last: BinlogCheck | None = None
