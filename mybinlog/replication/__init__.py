@@ -12,11 +12,12 @@
 See docs/replication.md (guide, engines, why the result is exactly-once) and docs/types.md (type mapping).
 Importing this module does not import chdb or aiochclient; opening a target does.
 
-Where things are: ``_replicator`` consumes the binlog (transactions, batches, DDL, flushes, checkpoints) and
-writes through the replica's format in :mod:`mybinlog.clickhouse` (targets, types, table layout, versions,
-checkpoints); the MySQL DDL model is :mod:`mybinlog.ddl`, queries to the source and the replica lock are
-:mod:`mybinlog.source`'s. ``_schema`` follows DDL, ``_batch``/``_spill`` hold transactions, ``_xa`` holds prepared
-XA transactions, ``_load`` is the in-process initial load, ``_watch`` watches the source's binlogs.
+Where things are: ``_replicator`` consumes the binlog (transactions, batches, DDL, flushes, checkpoints) and writes
+through the replica's format in :mod:`mybinlog.clickhouse` (targets, types, table layout, versions, checkpoints);
+the MySQL DDL model is :mod:`mybinlog.ddl`, queries to the source and the replica lock are :mod:`mybinlog.source`'s.
+``_state`` declares the states a replica reports (the status layer reads them), ``_schema`` follows DDL,
+``_batch``/``_spill`` hold transactions, ``_xa`` holds prepared XA transactions, ``_load`` is the in-process initial
+load, ``_watch`` watches the source's binlogs.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .._lazy import lazy_names
 if TYPE_CHECKING:  # for type checkers only (`X as X`: exported); at run time the names below are lazy
     from ._replicator import Replicator as Replicator  # noqa: I001 (one import per module)
     from ._settings import ReplicaStatus as ReplicaStatus, ReplicationSettings as ReplicationSettings
+    from ._state import REPLICA_STATES as REPLICA_STATES, ReplicaState as ReplicaState
 
 # Names are imported when first used: importing the package does not import the replicator, the sharing client and
 # the DDL parser. The errors are mybinlog's (mybinlog.errors); the replica's format (targets, checkpoints, versions)
@@ -37,5 +39,6 @@ __all__, __getattr__, __dir__ = lazy_names(
     {
         "._replicator": ("Replicator",),
         "._settings": ("ReplicaStatus", "ReplicationSettings"),
+        "._state": ("REPLICA_STATES", "ReplicaState"),
     },
 )

@@ -8,6 +8,7 @@ from typing import Any
 from .. import clickhouse
 from ..clickhouse import DEFAULT_META_DATABASE
 from ..errors import ConfigurationError
+from ._state import ReplicaState
 from ._watch import BinlogCheck
 
 __all__ = ["ReplicaStatus", "ReplicationSettings"]
@@ -134,7 +135,7 @@ class ReplicaStatus:
     ddl_applied: int = 0
     detaches: int = 0
     stopped_tables: dict[str, str] = field(default_factory=dict)
-    state: str = "starting"
+    state: ReplicaState = "starting"  # _state.py
     retries: int = 0
     load_rows: int = 0
     load_tables: int = 0

@@ -9,8 +9,10 @@ Beside the document the server answers ``/metrics`` (``_metrics``: :class:`Metri
 register in their own Prometheus registry), ``/healthz`` and ``/readyz`` (``_health``), ``/history`` and the status
 page ``/ui`` (``_page``). See docs/sharing.md, "Status", and docs/operations.md.
 
-Layer rules: may import :mod:`mybinlog.sharing` (the rows, the default factory), :mod:`mybinlog.source`,
-:mod:`mybinlog.protocol` and :mod:`mybinlog.errors`; never the replication, snapshot or cli layers (they import it).
+Layer rules: an observer above the replicators: may import :mod:`mybinlog.replication` (the states a replica
+reports, :data:`~mybinlog.replication.ReplicaState`), :mod:`mybinlog.sharing` (the rows, the default factory),
+:mod:`mybinlog.source`, :mod:`mybinlog.protocol` and :mod:`mybinlog.errors`; never the snapshot or cli layers (they
+import it). The replication layer never imports it: a replicator is shown by passing it to the status server.
 """
 
 from ._document import STATUS_COLUMNS, STATUS_FORMAT, StatusSource, status_document

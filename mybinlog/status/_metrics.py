@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import ConfigurationError
+from ..replication import REPLICA_STATES  # the states a replica reports: mybinlog_replica_state has a sample for each
 from ..sharing import BinlogClientFactory, get_binlog_client_factory
-from ._health import DEFAULT_READY_MAX_LAG_SECONDS, ReplicaSource, replica_ready, replica_snapshots
+from ._health import DEFAULT_READY_MAX_LAG_SECONDS, ReplicaSource, replica_ready, replica_snapshots, replica_state
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
@@ -183,8 +184,6 @@ METRICS: Final[tuple[MetricSpec, ...]] = (
     MetricSpec("mybinlog_replica_source_binlog_files", "gauge", "Binlog files on the source (SHOW BINARY LOGS).", _R),
 )
 
-REPLICA_STATES: Final = ("starting", "standby", "initial load", "streaming", "retrying", "stopped", "failed")
-"""The states a replica reports (``mybinlog_replica_state`` has a sample for each, and for any other it is in)."""
 
 _PURGE_RISK: Final = {"ok": 0, "warning": 1, "purged": 2}
 _ROW_KINDS: Final = ("insert", "update", "delete")
@@ -287,8 +286,8 @@ class MetricsCollector:
                 out[f"mybinlog_replica_{metric}"].append((labels, float(value)))
 
         put("info", 1, (name, str(rep.get("database", "")), str(rep.get("target_database", ""))))
-        state = str(rep.get("state", ""))
-        for known in (*REPLICA_STATES, *(() if state in REPLICA_STATES else (state,))):
+        state = str(rep.get("state", ""))  # and any state this version does not know, as it is
+        for known in (*REPLICA_STATES, *(() if replica_state(rep) else (state,))):
             put("state", 1 if known == state else 0, (name, known))
         put("leader", 1 if rep.get("leader", True) else 0)
         put("ready", 1 if replica_ready(rep, self.ready_max_lag_seconds)[0] else 0)

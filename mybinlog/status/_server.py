@@ -25,7 +25,7 @@ from ..errors import ConfigurationError
 from ..sharing import BinlogClient, BinlogClientFactory, get_binlog_client_factory
 from ._address import _status_address
 from ._document import StatusSource, status_document
-from ._health import DEFAULT_READY_MAX_LAG_SECONDS, ReplicaSource, readiness, replica_snapshots
+from ._health import DEFAULT_READY_MAX_LAG_SECONDS, ReplicaSource, readiness, replica_snapshots, replica_state
 from ._metrics import MetricsCollector, render_metrics
 from ._page import STATUS_PAGE
 
@@ -111,7 +111,7 @@ class StatusServer:
         """(alive, details) for ``/healthz``: the process answers from its event loop (this runs on it), and no
         replica has failed."""
         replicas = replica_snapshots(self._replicas)
-        failed = [str(r.get("replica")) for r in replicas if r.get("state") == "failed"]
+        failed = [str(r.get("replica")) for r in replicas if replica_state(r) == "failed"]
         details: dict[str, Any] = {
             "pid": os.getpid(),
             "uptime_seconds": round(time.monotonic() - self._started, 3),
