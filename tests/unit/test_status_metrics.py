@@ -156,6 +156,32 @@ def test_collector_without_clients_or_replicas_describes_every_metric() -> None:
     assert registry.get_sample_value("mybinlog_build_info", {"version": __import__("mybinlog").__version__}) == 1
 
 
+def test_the_replica_states_are_the_replication_layers() -> None:
+    """The status layer observes the replicators from above: it imports the states they report (declared once, in
+    mybinlog/replication/_state.py) and every state the replicator sets is one of them."""
+    import ast
+    import typing
+
+    import mybinlog.replication
+    import mybinlog.status
+    from mybinlog.replication import REPLICA_STATES, ReplicaState
+
+    assert mybinlog.status.REPLICA_STATES is REPLICA_STATES
+    assert typing.get_args(ReplicaState) == REPLICA_STATES
+    assert typing.get_type_hints(ReplicaStatus)["state"] == ReplicaState
+    root = Path(mybinlog.replication.__file__).parent
+    assigned = {
+        node.value.value
+        for path in root.glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Attribute) and t.attr == "state" for t in node.targets)
+        and isinstance(node.value, ast.Constant)
+    }
+    assert assigned, "no `.state = ...` found in mybinlog/replication"
+    assert assigned <= set(REPLICA_STATES), assigned - set(REPLICA_STATES)
+
+
 def test_metric_names_follow_prometheus_conventions() -> None:
     names = [spec.name for spec in METRICS]
     assert len(names) == len(set(names))
