@@ -2,10 +2,13 @@
 
 The modules follow the data path::
 
-    _source      EventSource: what a dispatcher reads (an opened BinlogStream, or a test fake)
+    _source      EventSource: what a dispatcher reads (an opened BinlogStream, or a test fake): events with the
+                 positions the source computed
     _items       the flow objects: _Item (one event as the dispatcher saw it), _Batch (one queue entry), _Routed
     _dispatcher  BinlogEventsDispatcher: reader task -> buffer -> flusher -> consumer queues; attach, catch-up merge
-    _consumer    Binlog: one consumer's byte-limited queue, an anyio ObjectReceiveStream of events
+    _queue       _QueueState: one consumer queue's state, declared once; _Feed: the dispatcher's end of it (its
+                 whole interface to a consumer)
+    _consumer    Binlog: the consumer's end, an anyio ObjectReceiveStream of events
     _client      BinlogClient (consumers of one user:password@host:port), BinlogClientFactory, get_binlog_client
     _rows        BinlogStatus: the status rows (ClickHouse's system.mysql_binlogs columns); BinlogClientStatistics
 
