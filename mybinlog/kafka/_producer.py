@@ -146,11 +146,24 @@ class KafkaProducer:
             raise _translate(exc, what, self.settings.replica) from exc
         except SystemError as exc:
             # confluent-kafka: a fatal error (fenced) raised inside flush() surfaces as the SystemError of the next
-            # delivery callback, caused by the KafkaException
+            # delivery callback, caused by the KafkaException, or as "returned NULL without setting an exception":
+            # the transactional API then reports the fatal error itself
             cause = exc.__cause__ or exc.__context__
+            if not isinstance(cause, self._kafka.KafkaException):
+                cause = await loop.run_in_executor(self._executor, self._fatal_error)
             if isinstance(cause, self._kafka.KafkaException):
                 raise _translate(cause, what, self.settings.replica) from exc
-            raise
+            raise TargetError(f"Kafka {what} failed: {exc}") from exc
+
+    def _fatal_error(self) -> Exception | None:  # worker thread
+        try:
+            self._producer.abort_transaction(1.0)
+        except self._kafka.KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            return exc if error is not None and error.fatal() else None
+        except Exception:  # noqa: BLE001 - only probing for a fatal error; the caller reports the original one
+            return None
+        return None
 
     def _on_delivery(self, error: Any, message: Any) -> None:  # in the worker thread, inside poll/flush
         if error is not None:
