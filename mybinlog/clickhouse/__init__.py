@@ -79,6 +79,8 @@ if TYPE_CHECKING:  # for type checkers only (`X as X`: exported); at run time th
     from ._checkpoint import (
         DEFAULT_META_DATABASE as DEFAULT_META_DATABASE,
         Checkpoint as Checkpoint,
+        checkpoint_from as checkpoint_from,
+        checkpoint_json as checkpoint_json,
         latest_seq as latest_seq,
         load_checkpoint as load_checkpoint,
         make_seq as make_seq,
@@ -129,6 +131,8 @@ __all__, __getattr__, __dir__ = lazy_names(
         "._checkpoint": (
             "DEFAULT_META_DATABASE",
             "Checkpoint",
+            "checkpoint_from",
+            "checkpoint_json",
             "latest_seq",
             "load_checkpoint",
             "make_seq",

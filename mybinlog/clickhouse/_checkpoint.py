@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_META_DATABASE",
     "Checkpoint",
+    "checkpoint_from",
+    "checkpoint_json",
     "latest_seq",
     "load_checkpoint",
     "make_seq",
@@ -115,6 +117,43 @@ class Checkpoint:
     def epoch(self) -> int:
         """The leader epoch of the process that saved (or will save) this checkpoint."""
         return seq_epoch(self.seq)
+
+
+def checkpoint_json(cp: Checkpoint) -> dict[str, Any]:
+    """A checkpoint as a JSON-able dict (every field; :func:`checkpoint_from` reads it back): what a sink that keeps
+    its checkpoint elsewhere than in ClickHouse stores."""
+    return {
+        "replica": cp.replica,
+        "position": position_json(cp.position),
+        "tables": dict(cp.tables),
+        "source": cp.source,
+        "pending": position_json(cp.pending),
+        "stopped": dict(cp.stopped),
+        "seq": cp.seq,
+        "loading": None if cp.loading is None else list(cp.loading),
+        "version_base": cp.version_base,
+        "written": list(cp.written),
+        "xa": dict(cp.xa),
+    }
+
+
+def checkpoint_from(obj: dict[str, Any]) -> Checkpoint:
+    """The checkpoint :func:`checkpoint_json` made."""
+    position = position_from(obj["position"])
+    assert position is not None
+    return Checkpoint(
+        obj["replica"],
+        position,
+        dict(obj.get("tables") or {}),
+        source=obj.get("source", ""),
+        pending=position_from(obj.get("pending")),
+        stopped=dict(obj.get("stopped") or {}),
+        seq=int(obj.get("seq", 0)),
+        loading=None if obj.get("loading") is None else list(obj["loading"]),
+        version_base=int(obj.get("version_base", 0)),
+        written=list(obj.get("written") or []),
+        xa=dict(obj.get("xa") or {}),
+    )
 
 
 def position_json(pos: BinlogPosition | None) -> dict[str, Any] | None:

@@ -27,9 +27,17 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_names
 
 if TYPE_CHECKING:  # for type checkers only (`X as X`: exported); at run time the names below are lazy
-    from ._replicator import Replicator as Replicator  # noqa: I001 (one import per module)
+    from ._clickhouse import ClickHouseSink as ClickHouseSink  # noqa: I001 (one import per module)
+    from ._leader import Leader as Leader
+    from ._replicator import Replicator as Replicator
     from ._settings import ReplicaStatus as ReplicaStatus, ReplicationSettings as ReplicationSettings
     from ._state import REPLICA_STATES as REPLICA_STATES, ReplicaState as ReplicaState
+    from ._sink import Sink as Sink, SinkTable as SinkTable
+    from ._transactional import (
+        RowChange as RowChange,
+        Transaction as Transaction,
+        TransactionalSink as TransactionalSink,
+    )
 
 # Names are imported when first used: importing the package does not import the replicator, the sharing client and
 # the DDL parser. The errors are mybinlog's (mybinlog.errors); the replica's format (targets, checkpoints, versions)
@@ -37,8 +45,12 @@ if TYPE_CHECKING:  # for type checkers only (`X as X`: exported); at run time th
 __all__, __getattr__, __dir__ = lazy_names(
     __name__,
     {
+        "._clickhouse": ("ClickHouseSink",),
+        "._leader": ("Leader",),
         "._replicator": ("Replicator",),
         "._settings": ("ReplicaStatus", "ReplicationSettings"),
         "._state": ("REPLICA_STATES", "ReplicaState"),
+        "._sink": ("Sink", "SinkTable"),
+        "._transactional": ("RowChange", "Transaction", "TransactionalSink"),
     },
 )

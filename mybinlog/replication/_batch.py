@@ -15,15 +15,23 @@ deleted row's last state, for replacing deletes) and the version of the last cha
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..protocol._events import DeleteRowsEvent, PartialUpdateRowsEvent, RowsEvent, UpdateRowsEvent, WriteRowsEvent
 from ..protocol._jsonb import JsonDiffs, apply_json_diffs
 
-if TYPE_CHECKING:
-    from ._schema import _Table
 
-__all__ = ["Change", "Entry", "add_transaction", "rows_entry", "table_payload"]
+class _Table(Protocol):
+    """What the batch reads of a table (``_clickhouse.ClickHouseTable`` is one): its name and, for an event's column
+    names, the row encoders and the key (its ``layout``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def layout(self, names: tuple[str | None, ...]) -> Any: ...
+
+
+__all__ = ["Change", "Entry", "add_transaction", "rows_entry", "table_payload", "whole_json_documents"]
 
 Change = tuple[str | None, str | None, str, int]
 Entry = tuple["_Table", Sequence[Any] | None, Sequence[str] | None, Sequence[Any] | None, Sequence[str] | None]
@@ -40,7 +48,7 @@ def rows_entry(table: _Table, event: RowsEvent) -> Entry | None:
         befores = [pair[0] for pair in rows]
         afters = [pair[1] for pair in rows]
         if isinstance(event, PartialUpdateRowsEvent):
-            afters = _whole_json_documents(event, befores, afters)
+            afters = whole_json_documents(event, befores, afters)
         b, a = encode_rows(befores), encode_rows(afters)
         if key_of is None:
             return (table, b, b, a, a)
@@ -54,7 +62,7 @@ def rows_entry(table: _Table, event: RowsEvent) -> Entry | None:
     return None
 
 
-def _whole_json_documents(event: RowsEvent, befores: list[Any], afters: list[Any]) -> list[Any]:
+def whole_json_documents(event: RowsEvent, befores: list[Any], afters: list[Any]) -> list[Any]:
     """After images of a PARTIAL_UPDATE_ROWS event (``binlog_row_value_options=PARTIAL_JSON``) with the JSON
     columns updated in place rebuilt from the before image (full: the replicator requires FULL row images): their
     diffs applied, an empty list of diffs (the column left as it was) replaced by the before image's document."""

@@ -24,7 +24,7 @@ import ctypes.util
 import logging
 import pickle
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from .. import _failpoints
@@ -34,36 +34,51 @@ from ._observe import count_batch
 
 if TYPE_CHECKING:
     from ..clickhouse import Checkpoint, Target
-    from ._schema import _Table
     from ._settings import ReplicaStatus, ReplicationSettings
+    from ._sink import Guard
 
-__all__ = ["ROW_OVERHEAD", "Spill", "SpillWriter", "entry_bytes", "give_memory_back", "write_spilled"]
+
+class ClickHouseTable(Protocol):
+    """What the chunks read of a table (``_clickhouse.ClickHouseTable``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def ch_table(self) -> str: ...
+
+    @property
+    def insert_columns(self) -> list[str]: ...
+
+    def layout(self, names: tuple[str | None, ...]) -> Any: ...
 
 
-class SpillWriter(Protocol):
-    """What :func:`write_spilled` reads and calls of the replica it writes (the replicator)."""
+class ClickHouseSink(Protocol):
+    """What the chunks read of the sink (``_clickhouse.ClickHouseSink``)."""
 
     @property
     def replica(self) -> str: ...
+
     @property
     def target(self) -> Target: ...
+
     @property
     def settings(self) -> ReplicationSettings: ...
+
     @property
     def status(self) -> ReplicaStatus: ...
-    @property
-    def _checkpoint(self) -> Checkpoint | None: ...
-    @property
-    def _tables(self) -> dict[str, _Table]: ...
-    @property
-    def _replay_until(self) -> BinlogPosition | None: ...
-    @property
-    def _version_base(self) -> int: ...
-    async def _flush(self) -> None: ...
-    async def _save_now(self, cp: Checkpoint) -> None: ...
-    async def _confirm_lease(self) -> None: ...
-    def _wrote(self, what: str) -> None: ...
 
+    @property
+    def tables(self) -> Mapping[str, Any]: ...
+
+    @property
+    def replay_until(self) -> BinlogPosition | None: ...
+
+    @property
+    def version_base(self) -> int: ...
+
+
+__all__ = ["ROW_OVERHEAD", "Spill", "entry_bytes", "give_memory_back", "write_spilled"]
 
 logger = logging.getLogger("mybinlog.replication")
 
@@ -115,7 +130,7 @@ class Spill:
 
 
 def chunks(
-    spill: Spill, tables: dict[str, _Table], limit: int, version_of: Any
+    spill: Spill, tables: dict[str, ClickHouseTable], limit: int, version_of: Any
 ) -> Iterator[dict[str, dict[Any, Change]]]:
     """The spilled transaction as batches (table -> key -> net change) of about ``limit`` bytes, in order; a rows
     event is never split (its rows may change one key twice)."""
@@ -136,49 +151,54 @@ def chunks(
 
 
 async def write_spilled(
-    rep: SpillWriter, spill: Spill, start: BinlogPosition, end: BinlogPosition, version: int
+    sink: ClickHouseSink,
+    cp: Checkpoint,
+    leader: Guard,
+    spill: Spill,
+    start: BinlogPosition,
+    end: BinlogPosition,
+    version: int,
 ) -> None:
-    """Write the spilled transaction that ended at ``end`` (its end's version ``version``): the complete transactions
-    before it first (their checkpoint), then its chunks, then the checkpoint at ``end`` (by the caller's flush)."""
-    await rep._flush()
-    cp = rep._checkpoint
-    assert cp is not None
-    collapsing = rep.settings.engine == "collapsing"
+    """Write the chunks of the spilled transaction that ended at ``end`` (its end's version ``version``), after the
+    complete transactions before it (their checkpoint: the caller's); the checkpoint at ``end`` follows (the
+    caller's flush)."""
+    collapsing = sink.settings.engine == "collapsing"
     first = start.offset if start.file == end.file else 0
 
     def version_of(n: int) -> int:
         # the position start + n: above the transaction before, below this one's end (see the module docstring)
         return version - ((end.offset - min(first + n, end.offset)) << 1)
 
-    tables = dict(rep._tables)
+    tables = dict(sink.tables)
     # a chunk's changes, its encoded payload and the target's copy of it: a quarter of the bound each, about
-    limit = max(rep.settings.max_bytes_in_transaction // 4, 1)
+    limit = max(sink.settings.max_bytes_in_transaction // 4, 1)
     logger.info(
         "%s: the transaction ending at %s spilled %d MB to disk (max_bytes_in_transaction); writing it in chunks",
-        rep.replica, end, spill.bytes >> 20)  # fmt: skip
+        sink.replica, end, spill.bytes >> 20)  # fmt: skip
     announced = False
+    status = sink.status
     for i, batch in enumerate(chunks(spill, tables, limit, version_of)):
-        if collapsing and not announced and cp.pending is None and rep._replay_until is None:
+        if collapsing and not announced and cp.pending is None and sink.replay_until is None:
             cp.pending = end
-            cp.version_base = rep._version_base
-            await rep._save_now(cp)
+            cp.version_base = sink.version_base
+            await leader.save(cp)
             announced = True
         written = 0
         for name, changes in batch.items():
             table = tables[name]
-            data, lines = table_payload(changes.values(), rep.settings.engine)
+            data, lines = table_payload(changes.values(), sink.settings.engine)
             if not lines:
                 continue
             token = None
             if collapsing:
-                token = f"{rep.replica}:{start.file}:{start.offset}-{end.file}:{end.offset}:{name}:chunk{i}"
-            await rep._confirm_lease()
-            await rep.target.insert_tsv(table.ch_table, table.insert_columns, data, dedup_token=token)
-            rep._wrote(f"an insert into {table.ch_table}")
+                token = f"{sink.replica}:{start.file}:{start.offset}-{end.file}:{end.offset}:{name}:chunk{i}"
+            await leader.confirm()
+            await sink.target.insert_tsv(table.ch_table, table.insert_columns, data, dedup_token=token)
+            leader.wrote(f"an insert into {table.ch_table}")
             written += lines
             del data
-        count_batch(rep.status.rows_by_table, batch, tables)
-        rep.status.rows_written += written
+        count_batch(status.rows_by_table, batch, tables)
+        status.rows_written += written
         del batch
         if _failpoints.ACTIVE:
             _failpoints.reached("transaction.after_chunk")

@@ -30,12 +30,12 @@ from ..protocol._position import BinlogPosition
 from ..protocol._transaction import XaStatement
 from ..source._dsn import DSN
 from ..source._stream import BinlogStream
-from ._batch import Entry, rows_entry
+from ._batch import Entry
 
 if TYPE_CHECKING:
     from ..protocol._transaction import Transaction
     from ..source._session import SourceConnection
-    from ._schema import _Table
+    from ._sink import SinkTable
 
 __all__ = ["Held", "XaHold", "prepared_at", "read_prepared", "reached"]
 
@@ -171,7 +171,7 @@ async def read_prepared(
     dsn: DSN,
     held: Held,
     database: str,
-    table: Callable[[str], _Table | None],
+    table: Callable[[str], SinkTable | None],
     *,
     retry_seconds: float,
 ) -> list[Entry]:
@@ -196,7 +196,7 @@ async def read_prepared(
 
 
 async def _read_once(
-    dsn: DSN, held: Held, database: str, table: Callable[[str], _Table | None], retry_seconds: float
+    dsn: DSN, held: Held, database: str, table: Callable[[str], SinkTable | None], retry_seconds: float
 ) -> list[Entry]:
     stream = BinlogStream(dsn, resume_from=held.before, blocking=False, max_reconnect_seconds=retry_seconds,
                           max_reconnect_attempts=1_000)  # fmt: skip
@@ -208,7 +208,7 @@ async def _read_once(
                 for event in txn.events:
                     if isinstance(event, RowsEvent) and event.schema == database:
                         t = table(event.table_name)
-                        entry = rows_entry(t, event) if t is not None else None
+                        entry = t.entry(event) if t is not None else None
                         if entry is not None:
                             entries.append(entry)
                 logger.info("read the prepared XA transaction %s again from %s (%d rows events)", held.xid,

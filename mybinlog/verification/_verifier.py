@@ -61,8 +61,7 @@ _APPROXIMATE_TYPES = frozenset({"float", "double", "vector"})  # compared with a
 
 def _plan(result: TableResult, definition: TableDef, replica: _ReplicaTable, caps: Capabilities) -> _Plan:
     from ..clickhouse import sorting_key
-    from ..clickhouse.types import clickhouse_type
-    from ..clickhouse.types import values_match
+    from ..clickhouse.types import clickhouse_type, values_match
 
     by_lower = {name.lower(): name for name in replica.columns}
     columns: list[str] = []

@@ -123,7 +123,7 @@ class _Lease:
 
 def _replicator(target: Any, **settings: Any) -> Any:
     r: Any = Replicator("mysql://repl@db:3306", target, database="shop", settings=ReplicationSettings(**settings))
-    r._lease = _Lease()
+    r.leader.lease = _Lease()
     return r
 
 
@@ -134,8 +134,8 @@ async def test_the_replicator_claims_one_epoch_per_term_and_saves_it_first(caplo
     r = _replicator(target, standby=True)
     newest = await load_checkpoint(target, "shop", include_loading=True)
     with caplog.at_level(logging.INFO, logger="mybinlog.replication"):
-        await r._claim_epoch(newest)
-    assert r._epoch == 4
+        await r._claim(newest)
+    assert r.leader.epoch == 4
     assert target.seqs()[-1] == make_seq(4, 1)  # the claim is a save of the checkpoint as it was, new epoch
     assert r.status.epoch == 4
     assert r.status.leader
@@ -143,18 +143,18 @@ async def test_the_replicator_claims_one_epoch_per_term_and_saves_it_first(caplo
 
     # a retry within the term (ClickHouse failed): the epoch stays, nothing is saved
     saves = len(target.rows)
-    await r._claim_epoch(await load_checkpoint(target, "shop", include_loading=True))
-    assert (r._epoch, len(target.rows)) == (4, saves)
+    await r._claim(await load_checkpoint(target, "shop", include_loading=True))
+    assert (r.leader.epoch, len(target.rows)) == (4, saves)
 
     # another process saved a later epoch while this one believed it held the lock: stop
     await save_checkpoint(target, Checkpoint("shop", _position(), seq=make_seq(5, 0)))
     with pytest.raises(ReplicaLockedError, match="epoch 5"):
-        await r._claim_epoch(await load_checkpoint(target, "shop", include_loading=True))
+        await r._claim(await load_checkpoint(target, "shop", include_loading=True))
 
     # the lock taken again (a new term): a new epoch above everything
-    r._lease.term = 2
-    await r._claim_epoch(await load_checkpoint(target, "shop", include_loading=True))
-    assert r._epoch == 6
+    r.leader.lease.term = 2
+    await r._claim(await load_checkpoint(target, "shop", include_loading=True))
+    assert r.leader.epoch == 6
     assert seq_epoch(target.seqs()[-1]) == 6
 
 
@@ -163,39 +163,39 @@ async def test_a_lock_taken_again_goes_on_unless_another_process_led_meanwhile()
     cp = Checkpoint("shop", _position(), seq=make_seq(3, 17))
     await save_checkpoint(target, cp)
     r = _replicator(target)
-    await r._claim_epoch(await load_checkpoint(target, "shop", include_loading=True))
+    await r._claim(await load_checkpoint(target, "shop", include_loading=True))
     r._checkpoint = cp
-    assert r._epoch == 4
+    assert r.leader.epoch == 4
     # the source restarted: the lock was taken again (term 2) and nobody saved anything meanwhile: go on ...
-    r._lease.term = 2
-    await r._confirm_lease()
-    assert (r._epoch, r._term) == (5, 2)
+    r.leader.lease.term = 2
+    await r.leader.confirm()
+    assert (r.leader.epoch, r.leader.term) == (5, 2)
     await r._save(cp)  # ... and the next save carries the next epoch (above a claim another process had in flight)
     assert target.seqs()[-1] == make_seq(5, 1)
     # taken again once more, but another process saved a checkpoint of a later epoch meanwhile: start over
     await save_checkpoint(target, Checkpoint("shop", _position(), seq=make_seq(6, 0)))
-    r._lease.term = 3
+    r.leader.lease.term = 3
     with pytest.raises(Exception, match="another process led the replica meanwhile") as info:
-        await r._confirm_lease()
-    assert type(info.value).__name__ == "_NewTerm"
+        await r.leader.confirm()
+    assert type(info.value).__name__ == "NewTerm"
     # during the initial load a lock taken again always starts over (the load is redone)
-    r._term, r._loading_now = 3, True
-    r._lease.term = 4
+    r.leader.term, r.leader.loading = 3, True
+    r.leader.lease.term = 4
     with pytest.raises(Exception, match="during the initial load"):
-        await r._confirm_lease()
+        await r.leader.confirm()
 
 
 async def test_without_a_checkpoint_the_initial_loads_row_is_the_claim() -> None:
     target: Any = Memory()
     r = _replicator(target)
-    await r._claim_epoch(None)
-    assert r._epoch == 1
+    await r._claim(None)
+    assert r.leader.epoch == 1
     assert target.rows == []  # the "loading" row of the initial load follows, before any data, with this epoch
     marker = Checkpoint("shop", _position(), loading=["t"], seq=make_seq(2, 3))
     await save_checkpoint(target, marker)
-    r._lease.term = 2
+    r.leader.lease.term = 2
     newest = await load_checkpoint(target, "shop", include_loading=True)
-    await r._claim_epoch(newest)
+    await r._claim(newest)
     assert newest is not None
     assert newest.seq == make_seq(3, 0)  # the next "loading" row is saved under the new epoch
     assert len(target.rows) == 1

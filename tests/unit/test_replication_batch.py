@@ -17,7 +17,7 @@ from mybinlog.ddl import parse_create_table
 from mybinlog.errors import TypeMappingError
 from mybinlog.protocol._events import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 from mybinlog.replication._batch import add_transaction, rows_entry, table_payload
-from mybinlog.replication._schema import _Table
+from mybinlog.replication._clickhouse import ClickHouseTable as _Table
 
 NEW = Capabilities.from_version("25.1")
 OLD = Capabilities.from_version("18.16")
