@@ -17,6 +17,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._text import duration
+
 if TYPE_CHECKING:
     from ..clickhouse import Checkpoint
     from ..sharing import Binlog
@@ -153,7 +155,7 @@ class _LoadProgress:
         self.last = now
         rate = rows / (now - self.started) if now > self.started else 0.0
         total = max(self.estimate, rows)
-        eta = f"ETA {_duration((total - rows) / rate)}" if rate > 0 else "ETA ?"
+        eta = f"ETA {duration((total - rows) / rate)}" if rate > 0 else "ETA ?"
         progress_logger.info(
             "%s: initial load %s/~%s rows (%.0f%%) of %d tables, now %s, %s rows/s, %s",
             self.replica,
@@ -173,14 +175,5 @@ class _LoadProgress:
             self.replica,
             f"{rows:,}",
             self.tables,
-            _duration(seconds),
+            duration(seconds),
         )
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"

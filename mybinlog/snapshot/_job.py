@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from .._text import duration
 from ..errors import ConfigurationError, MybinlogError, SnapshotError
 from ..protocol._position import BinlogPosition
-from ..replication._observe import _duration
 from ..source._dsn import DSN
 from ..source._sql import quote_mysql_ident
 from ._chunks import Chunk, TablePlan, balance
@@ -140,7 +140,7 @@ class SnapshotProgress:
 
     def line(self) -> str:
         pct = 100.0 * self.rows_done / self.rows_total if self.rows_total else 100.0
-        eta = "?" if self.eta_seconds is None else _duration(self.eta_seconds)
+        eta = "?" if self.eta_seconds is None else duration(self.eta_seconds)
         return (
             f"snapshot {self.snapshot_id}: {self.rows_done:,}/~{self.rows_total:,} rows ({min(pct, 100.0):.1f}%), "
             f"chunks {self.chunks_done}/{self.chunks_total}, {self.rows_per_second:,.0f} rows/s, ETA {eta}"

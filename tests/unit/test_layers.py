@@ -39,22 +39,25 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),  # the lowest layer: a position in an error is a small Protocol there, not protocol's class
     "_failpoints": set(),
     "_lazy": set(),  # the packages' names imported on first use (PEP 562), importing nothing itself
+    "_text": set(),  # small text forms (durations) shared by several layers
     "protocol": {"errors"},
     "source": {"protocol", "errors"},
     "sharing": {"source", "protocol", "errors"},
     "ddl": {"source", "errors"},  # the MySQL DDL model; MySQL identifier quoting from source/_sql.py
     "clickhouse": {"ddl", "source", "protocol", "errors", "_lazy"},  # source: its SQL text helpers only
-    "kafka": {"protocol", "errors"},  # Debezium messages and the transactional producer (docs/kafka.md)
+    # Debezium messages, the transactional producer, and the sink on the replication layer (docs/kafka.md)
+    "kafka": {"replication", "clickhouse", "ddl", "protocol", "errors", "_failpoints"},
     "verification": {"clickhouse", "ddl", "source", "protocol", "errors"},
-    "replication": {"clickhouse", "ddl", "sharing", "source", "protocol", "errors", "_failpoints", "_lazy"},
+    "replication": {"clickhouse", "ddl", "sharing", "source", "protocol", "errors", "_failpoints", "_lazy", "_text"},
     # an observer above the replicators: imports their states (mybinlog.replication.ReplicaState), never the reverse
     "status": {"replication", "sharing", "source", "protocol", "errors"},
-    "snapshot": {"replication", "clickhouse", "ddl", "sharing", "source", "protocol", "errors"},
+    "snapshot": {"replication", "clickhouse", "ddl", "sharing", "source", "protocol", "errors", "_text"},
     "cli": {
         "__init__",  # the package's version
         "snapshot",
         "replication",
         "verification",
+        "kafka",
         "clickhouse",
         "ddl",
         "status",

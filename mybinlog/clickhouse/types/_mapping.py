@@ -269,5 +269,5 @@ def clickhouse_type(col: ColumnDef, caps: Capabilities, *, key: bool = False) ->
 
 
 def column_spec(col: ColumnDef, caps: Capabilities) -> _Spec:
-    """How mybinlog stores this column (kind, ClickHouse type, scale, fsp, ranges...): for the table layout (_tables.py)."""
+    """How mybinlog stores this column (kind, ClickHouse type, scale, fsp, ranges...): for the table layout."""
     return _spec(col, caps)
