@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from mybinlog.testing._mariadb import MariaDBServer
-from tests.unit.test_sharing import COLUMNS
+from tests.fakes import COLUMNS
 
 SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "sharing_check.py"
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import tomllib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,59 +22,11 @@ from mybinlog.source import _asyncmy as compat
 from mybinlog.source._connection import BinlogConnection, ServerInfo, encode_binlog_dump
 from mybinlog.source._dsn import DSN
 from mybinlog.source._wire import WireProtocol
+from tests.fakes import RecordingTransport, deliver
 
 asyncmy_connection: Any = _asyncmy_connection  # private attributes are not in asyncmy's stubs
 ROOT = Path(__file__).resolve().parents[2]
 EOF = b"\xfe\x00\x00\x02\x00"
-
-
-class RecordingTransport(asyncio.Transport):
-    """Records writes; ``respond(data)`` (if set) is called with each write and returns the server's answer,
-    which is delivered to the current protocol as asyncio's selector transport would."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.written = bytearray()
-        self.closed = False
-        self.protocol: Any = None
-        self.respond: Callable[[bytes], bytes] | None = None
-
-    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
-        self.protocol = protocol
-
-    def get_protocol(self) -> asyncio.BaseProtocol:
-        return self.protocol  # type: ignore[no-any-return]
-
-    def write(self, data: Any) -> None:
-        self.written += data
-        if self.respond is not None:
-            deliver(self.protocol, self.respond(bytes(data)))
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            asyncio.get_running_loop().call_soon(self.protocol.connection_lost, None)
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
-
-
-def deliver(protocol: Any, data: bytes) -> None:
-    """As asyncio's selector transport feeds a buffered protocol: into the protocol's own buffer."""
-    view = memoryview(data)
-    while view:
-        buf = protocol.get_buffer(-1)
-        n = min(len(buf), len(view))
-        buf[:n] = view[:n]
-        del buf
-        protocol.buffer_updated(n)
-        view = view[n:]
 
 
 def packet(payload: bytes, seq: int) -> bytes:

@@ -20,10 +20,11 @@ import pytest
 from mybinlog import BinlogPosition, MariaDBGtidSet
 from mybinlog.clickhouse import Checkpoint, load_checkpoint, save_checkpoint
 from mybinlog.clickhouse._checkpoint import make_seq, next_seq, seq_epoch
-from mybinlog.errors import ConfigurationError, ReplicaLockedError, ReplicationError, SourceConnectionError
+from mybinlog.errors import ConfigurationError, ReplicaLockedError, ReplicationError
 from mybinlog.replication import ReplicationSettings, Replicator
 from mybinlog.source import _lease
-from mybinlog.source._dsn import DSN
+from tests.fakes import FakeConn, LockServer, make_lease
+from tests.fakes import lock_server as lock_server
 
 # -- seq and epochs ---------------------------------------------------------------------------------------------
 
@@ -222,90 +223,8 @@ def test_standby_settings() -> None:
 # -- the lease against a scripted lock server -------------------------------------------------------------------
 
 
-class LockServer:
-    """GET_LOCK/IS_USED_LOCK semantics of one named lock, connections that can break, a scripted holder."""
-
-    def __init__(self) -> None:
-        self.holder: int | None = None
-        self.next_id = 100
-        self.conns: list[FakeConn] = []
-        self.on_get_lock: Any = None  # called before each GET_LOCK (a test frees the lock there)
-        self.confirmations = 0
-        self.confirmed = asyncio.Event()  # set when ``confirmations`` reaches ``wanted``
-        self.wanted = 0
-
-    async def connect(self, dsn: DSN) -> FakeConn:
-        self.next_id += 1
-        conn = FakeConn(self, self.next_id)
-        self.conns.append(conn)
-        return conn
-
-
-class FakeConn:
-    def __init__(self, server: LockServer, conn_id: int) -> None:
-        self.server = server
-        self.id = conn_id
-        self.broken = False
-        self.closed = False
-        self.queries: list[str] = []
-
-    async def query(self, sql: str, args: tuple[object, ...] | None = None) -> list[tuple[Any, ...]]:
-        self.queries.append(sql)
-        if self.broken or self.closed:
-            raise SourceConnectionError("Lost connection to MySQL server during query", errno=2013)
-        s = self.server
-        if sql.startswith("SET SESSION"):
-            return []
-        if "GET_LOCK" in sql and "RELEASE" not in sql:
-            if s.on_get_lock is not None:
-                s.on_get_lock(self)
-            if s.holder in (None, self.id):
-                s.holder = self.id
-                return [(1,)]
-            return [(0,)]
-        if "= CONNECTION_ID()" in sql:
-            s.confirmations += 1
-            if s.wanted and s.confirmations >= s.wanted:
-                s.confirmed.set()
-            return [(1 if s.holder == self.id else 0,)]
-        if "IS_USED_LOCK" in sql:
-            return [(s.holder,)]
-        if "PROCESSLIST" in sql:
-            return [("10.0.0.9:5555",)]
-        if "RELEASE_LOCK" in sql:
-            if s.holder == self.id:
-                s.holder = None
-            return [(1,)]
-        raise AssertionError(sql)
-
-    async def query_processlist(self, sql: str, args: tuple[object, ...] | None = None) -> list[tuple[Any, ...]]:
-        return await self.query(sql.format(processlist="information_schema.PROCESSLIST"), args)
-
-    async def aclose(self) -> None:
-        self.closed = True
-        if self.server.holder == self.id:
-            self.server.holder = None  # the server releases a closed connection's lock
-
-    def break_(self) -> None:
-        """The server dropped it (restart, wait_timeout): its lock is free."""
-        self.broken = True
-        if self.server.holder == self.id:
-            self.server.holder = None
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> LockServer:
-    s = LockServer()
-    monkeypatch.setattr(_lease.SourceConnection, "connect", s.connect)
-    return s
-
-
-def _make(**kw: Any) -> _lease.ReplicaLease:
-    return _lease.ReplicaLease(DSN.parse("mysql://repl@db:3306"), "mybinlog:x", replica="shop", **kw)
-
-
 async def test_the_lease_is_set_on_the_lock_connection(server: LockServer) -> None:
-    lease = _make(lease_seconds=2.5)
+    lease = make_lease(lease_seconds=2.5)
     assert await lease.acquire()
     try:
         conn = server.conns[0]
@@ -321,7 +240,7 @@ async def test_the_lease_is_set_on_the_lock_connection(server: LockServer) -> No
 
 
 async def test_without_a_lease_nothing_is_set_and_no_keep_alive_runs(server: LockServer) -> None:
-    lease = _make()
+    lease = make_lease()
     assert await lease.acquire()
     assert not any(q.startswith("SET SESSION") for q in server.conns[0].queries)
     assert lease._keeper is None
@@ -331,12 +250,12 @@ async def test_without_a_lease_nothing_is_set_and_no_keep_alive_runs(server: Loc
 async def test_a_second_process_is_refused_and_pointed_at_standby(server: LockServer) -> None:
     server.holder = 7
     with pytest.raises(ReplicaLockedError, match=r"already being written by .* 10\.0\.0\.9:5555.*--standby"):
-        await _make().acquire()
+        await make_lease().acquire()
     assert server.conns[0].closed
 
 
 async def test_a_broken_lock_connection_is_taken_again_in_a_new_term(server: LockServer) -> None:
-    lease = _make(lease_seconds=60)
+    lease = make_lease(lease_seconds=60)
     await lease.acquire()
     server.conns[0].break_()
     lease._confirmed -= 60  # the last confirmation is old enough for a real one
@@ -349,7 +268,7 @@ async def test_a_broken_lock_connection_is_taken_again_in_a_new_term(server: Loc
 @pytest.mark.parametrize("standby", [False, True])
 async def test_a_lost_lease_advises_standby_only_to_a_process_without_it(server: LockServer, standby: bool) -> None:
     """A leader that took the lock as a standby and lost it is not told to add the --standby it runs with."""
-    lease = _make(lease_seconds=3)
+    lease = make_lease(lease_seconds=3)
     if standby:
         assert await lease.acquire(wait=True)
     else:
@@ -367,7 +286,7 @@ async def test_a_lost_lease_advises_standby_only_to_a_process_without_it(server:
 
 
 async def test_a_lease_lost_to_a_standby_is_final_and_says_so(server: LockServer) -> None:
-    lease = _make(lease_seconds=3)
+    lease = make_lease(lease_seconds=3)
     await lease.acquire()
     server.conns[0].break_()  # the server dropped the idle connection of the paused process ...
     server.holder = 55  # ... and a standby took the lock
@@ -394,7 +313,7 @@ async def test_a_standby_waits_for_the_lock_and_says_who_holds_it(
             server.holder = None  # the active died
 
     server.on_get_lock = free_on_the_third
-    lease = _make(lease_seconds=5)
+    lease = make_lease(lease_seconds=5)
     with caplog.at_level(logging.WARNING, logger="mybinlog.replication"):
         assert await lease.acquire(wait=True)
     try:
@@ -412,7 +331,7 @@ async def test_a_waiting_standby_stops_when_asked(server: LockServer) -> None:
     server.holder = 7
     stop = asyncio.Event()
     server.on_get_lock = lambda conn: stop.set()
-    lease = _make(lease_seconds=5)
+    lease = make_lease(lease_seconds=5)
     assert not await lease.acquire(wait=True, stop=stop)
     assert server.holder == 7
     assert all(c.closed for c in server.conns)
@@ -433,14 +352,14 @@ async def test_a_waiting_standby_survives_a_source_restart(server: LockServer) -
             server.holder = None
 
     server.on_get_lock = restart_then_free
-    lease = _make(lease_seconds=5)
+    lease = make_lease(lease_seconds=5)
     assert await lease.acquire(wait=True)
     assert len(server.conns) == 2  # reconnected once
     await lease.release()
 
 
 async def test_the_keep_alive_records_a_lost_lease(server: LockServer) -> None:
-    lease = _make(lease_seconds=1)
+    lease = make_lease(lease_seconds=1)
     await lease.acquire()
     try:
         server.conns[0].break_()
@@ -457,7 +376,7 @@ async def test_the_keep_alive_records_a_lost_lease(server: LockServer) -> None:
 
 
 async def test_the_keep_alive_keeps_a_healthy_lease(server: LockServer) -> None:
-    lease = _make(lease_seconds=1)
+    lease = make_lease(lease_seconds=1)
     await lease.acquire()
     try:
         server.wanted = 3

@@ -24,302 +24,35 @@ from mybinlog import (
     DecodeError,
     Event,
     GtidEvent,
-    MariaDBGtid,
     MariadbGtidEvent,
-    MariaDBGtidSet,
-    MySQLGtid,
     MySQLGtidSet,
     QueryEvent,
     RotateEvent,
     RowsEvent,
     SourceConnectionError,
-    TableMapEvent,
-    WriteRowsEvent,
     XidEvent,
     read_binlog_file,
 )
 from mybinlog.protocol._events import (
-    BinlogCheckpointEvent,
     FormatDescriptionEvent,
-    HeartbeatEvent,
-    IntvarEvent,
-    MariadbGtidListEvent,
 )
 from mybinlog.protocol._gtid import GtidSet
 from mybinlog.protocol._position import PositionTracker
-from mybinlog.protocol._table import TableMap
-from mybinlog.sharing import Binlog, BinlogClient, BinlogClientFactory, EventSource
+from mybinlog.sharing import Binlog, BinlogClientFactory, EventSource
 from mybinlog.sharing._source import SourcePositions
-
-UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
-PASSWORD = "s3cr3t-pw"
-DSN_TEXT = f"mysql://repl:{PASSWORD}@db.example:3306"
-COLUMNS = [
-    "binlog_client_name",
-    "name",
-    "mysql_binlog_name",
-    "mysql_binlog_pos",
-    "mysql_binlog_timestamp",
-    "mysql_binlog_executed_gtid_set",
-    "dispatcher_name",
-    "dispatcher_mysql_binlog_name",
-    "dispatcher_mysql_binlog_pos",
-    "dispatcher_mysql_binlog_timestamp",
-    "dispatcher_mysql_binlog_executed_gtid_set",
-    "size",
-    "bytes",
-    "max_bytes",
-    "max_waiting_ms",
-    "dispatcher_events_read_per_sec",
-    "dispatcher_bytes_read_per_sec",
-    "dispatcher_events_flush_per_sec",
-    "dispatcher_bytes_flush_per_sec",
-    "dispatcher_source_server",  # mybinlog's own, after ClickHouse's 19 (docs/ha.md, "Source failover")
-]
-
-
-class FakeTable(TableMap):
-    """A table whose rows "decode" to the event's log_pos, or raise when ``fail``; counts decodes."""
-
-    def __init__(self, schema: str, name: str, *, fail: bool = False) -> None:
-        super().__init__(schema, name, [], 0)
-        self.fail = fail
-        self.decoded = 0
-
-    def decode_rows(self, event: RowsEvent) -> list[Any]:
-        self.decoded += 1
-        if self.fail:
-            raise DecodeError(f"cannot decode rows of `{self.schema}`.`{self.name}`: odd column type")
-        return [(event.log_pos,)]
-
-
-def _hdr(type_code: int, size: int, log_pos: int, flags: int = 0) -> dict[str, Any]:
-    return {
-        "timestamp": 1_700_000_000,
-        "type_code": type_code,
-        "server_id": 1,
-        "size": size,
-        "log_pos": log_pos,
-        "flags": flags,
-    }
-
-
-class FakeLog:
-    """A server binlog that grows; ``sources`` are the connections opened to it."""
-
-    def __init__(self, flavor: str = "mariadb", *, file: str = "binlog.000001", start_offset: int = 4) -> None:
-        self.flavor = flavor
-        self.file = file
-        self.offset = start_offset
-        self.seq = 0
-        self.events: list[Event] = []
-        self.txn_of: list[Any] = []  # the GTID of the transaction each event belongs to (None: control)
-        self.grown = asyncio.Event()
-        self.sources: list[FakeSource] = []
-        self.tables: dict[str, FakeTable] = {}
-        self.fail_after: int | None = None  # sources raise after this many events
-
-    def table(self, name: str, schema: str = "db", *, fail: bool = False) -> FakeTable:
-        key = f"{schema}.{name}"
-        if key not in self.tables:
-            self.tables[key] = FakeTable(schema, name, fail=fail)
-        return self.tables[key]
-
-    def _add(self, cls: type[Event], type_code: int, size: int, txn: Any, /, **fields: Any) -> None:
-        offset = self.offset
-        self.offset += size
-        event = cls(**_hdr(type_code, size, self.offset % (1 << 32)), offset=offset, file=self.file, **fields)
-        self.events.append(event)
-        self.txn_of.append(txn)
-
-    def _gtid(self) -> Any:
-        self.seq += 1
-        if self.flavor == "mariadb":
-            return MariaDBGtid(0, 1, self.seq)
-        return MySQLGtid(UUID, self.seq)
-
-    def control(self) -> None:
-        """Events that move positions but must never reach consumers."""
-        self._add(HeartbeatEvent, 27, 40, None, log_file=self.file, position=self.offset)
-        self._add(BinlogCheckpointEvent, 161, 40, None, checkpoint_file=self.file)
-        self._add(MariadbGtidListEvent, 163, 30, None, gtid_set=MariaDBGtidSet.parse(""))
-
-    def txn(self, *tables: str, rows_size: int = 60) -> Any:
-        gtid = self._gtid()
-        if self.flavor == "mariadb":
-            self._add(MariadbGtidEvent, 162, 38, gtid, gtid=gtid, gtid_flags=0)
-        else:
-            self._add(GtidEvent, 33, 65, gtid, gtid=gtid, commit_flag=True)
-            self._add(QueryEvent, 2, 70, gtid, thread_id=1, exec_time=0, error_code=0, schema="db", query="BEGIN")
-        for i, name in enumerate(tables or ("t1",)):
-            schema, _, tname = name.rpartition(".")
-            table = self.table(tname, schema or "db")
-            self._add(TableMapEvent, 19, 50, gtid, table_id=100 + i, table=table)
-            self._add(IntvarEvent, 5, 28, gtid, intvar_type=2, value=self.seq)
-            self._add(
-                WriteRowsEvent,
-                30,
-                rows_size,
-                gtid,
-                table_id=100 + i,
-                rows_flags=0,
-                table=table,
-                body=b"",
-                rows_start=0,
-                rows_end=0,
-                present=0,
-                present_after=0,
-            )
-        self._add(XidEvent, 16, 31, gtid, xid=self.seq)
-        self.grown.set()
-        self.grown = asyncio.Event()
-        return gtid
-
-    def ddl(self, query: str = "CREATE TABLE x (a INT)") -> Any:
-        gtid = self._gtid()
-        if self.flavor == "mariadb":
-            self._add(
-                MariadbGtidEvent,
-                162,
-                38,
-                gtid,
-                gtid=gtid,
-                gtid_flags=MariadbGtidEvent.FL_STANDALONE | MariadbGtidEvent.FL_DDL,
-            )
-        else:
-            self._add(GtidEvent, 33, 65, gtid, gtid=gtid, commit_flag=True)
-        self._add(QueryEvent, 2, 80, gtid, thread_id=1, exec_time=0, error_code=0, schema="db", query=query)
-        self.grown.set()
-        self.grown = asyncio.Event()
-        return gtid
-
-    def txns(self, n: int) -> list[Any]:
-        return [self.txn() for _ in range(n)]
-
-    def empty_set(self) -> GtidSet:
-        return MariaDBGtidSet.parse("") if self.flavor == "mariadb" else MySQLGtidSet.parse("")
-
-    def gtids(self, upto: int) -> GtidSet:
-        if self.flavor == "mariadb":
-            return MariaDBGtidSet.parse(f"0-1-{upto}") if upto else MariaDBGtidSet.parse("")
-        return MySQLGtidSet.parse(f"{UUID}:1-{upto}") if upto else MySQLGtidSet.parse("")
-
-    async def open(self, gtids: GtidSet | str | BinlogPosition | None) -> EventSource:
-        if isinstance(gtids, BinlogPosition):  # a consumer reopened from its position: by its GTID set here
-            gtids = gtids.gtid_set
-        if isinstance(gtids, str):
-            gtids = MariaDBGtidSet.parse(gtids) if self.flavor == "mariadb" else MySQLGtidSet.parse(gtids)
-        source = FakeSource(self, gtids)
-        self.sources.append(source)
-        await asyncio.sleep(0)
-        return source
-
-    @property
-    def open_sources(self) -> int:
-        return sum(1 for s in self.sources if not s.closed)
-
-
-class FakeSource:
-    """One connection: a fake ROTATE, then every event of a transaction not in ``executed``."""
-
-    def __init__(self, log: FakeLog, executed: GtidSet | None) -> None:
-        self.log = log
-        self.executed = executed
-        self.closed = False
-        self.gate: asyncio.Event | None = None
-        self.sent = 0
-        if executed is None:
-            self.index = len(log.events)
-            self._position = BinlogPosition(log.file, log.offset, log.gtids(log.seq))
-        else:
-            self.index = 0
-            self._position = BinlogPosition("", 4, executed)
-        self._rotated = False
-        self.positions = SourcePositions(self._position)
-
-    @property
-    def position(self) -> BinlogPosition:
-        return self._position
-
-    async def next_with_position(self) -> tuple[Event, BinlogPosition | None] | None:
-        event = await self.next_event()
-        return None if event is None else (event, self.positions.after(event))
-
-    async def next_event(self) -> Event | None:
-        assert not self.closed, "read after close"
-        log = self.log
-        if not self._rotated:
-            self._rotated = True
-            return RotateEvent(**_hdr(4, 40, 0, 0x20), position=4, next_file=log.file)
-        if self.gate is not None:
-            await self.gate.wait()
-        while True:
-            if log.fail_after is not None and self.sent >= log.fail_after:
-                raise SourceConnectionError("db.example:3306: connection lost (scripted)")
-            while self.index < len(log.events):
-                i = self.index
-                self.index += 1
-                gtid = log.txn_of[i]
-                if gtid is not None and self.executed is not None and gtid in self.executed:
-                    continue
-                self.sent += 1
-                if self.sent % 50 == 0:
-                    await asyncio.sleep(0)  # a socket yields now and then
-                return log.events[i]
-            await log.grown.wait()
-
-    async def close(self) -> None:
-        self.closed = True
-
-
-def make_client(
-    log: FakeLog, *, buffer_bytes: int = 0, flush_ms: int = 0, factory: BinlogClientFactory | None = None
-) -> BinlogClient:
-    factory = factory or BinlogClientFactory()
-    return factory.get_client(
-        DSN_TEXT,
-        max_bytes_in_binlog_dispatcher_buffer=buffer_bytes,
-        max_flush_milliseconds_in_binlog_dispatcher=flush_ms,
-        source_factory=log.open,
-    )
-
-
-def gtid_of(event: Event) -> Any:
-    return event.gtid if isinstance(event, (GtidEvent, MariadbGtidEvent)) else None
-
-
-async def read_txns(binlog: Binlog, until: Any, *, collect: list[Event] | None = None) -> list[Any]:
-    """Read until the transaction ``until`` completed; return the GTIDs received (in order)."""
-    seen: list[Any] = []
-    async with asyncio.timeout(10):
-        async for event in binlog:
-            if collect is not None:
-                collect.append(event)
-            g = gtid_of(event)
-            if g is not None:
-                seen.append(g)
-            if (
-                isinstance(event, (XidEvent, QueryEvent))
-                and seen
-                and seen[-1] == until
-                and binlog.position.gtid_set is not None
-                and until in binlog.position.gtid_set
-            ):
-                return seen
-    return seen
-
-
-async def wait_until(pred: Callable[[], bool], what: str, limit_s: float = 10.0) -> None:
-    """Poll a condition on in-memory state (bounded); nothing here is timing-based."""
-    async with asyncio.timeout(limit_s):
-        while not pred():  # noqa: ASYNC110 - the state belongs to several objects, no single event to wait on
-            await asyncio.sleep(0.001)
-    assert pred(), what
-
-
-def seqs(gtids: list[Any]) -> list[int]:
-    return [g.seq_no if isinstance(g, MariaDBGtid) else g.gno for g in gtids]
-
+from tests.fakes import (
+    COLUMNS,
+    DSN_TEXT,
+    PASSWORD,
+    UUID,
+    FakeLog,
+    FakeSource,
+    gtid_of,
+    make_client,
+    read_txns,
+    seqs,
+    wait_until,
+)
 
 # ------------------------------------------------------------------------------------------------------------
 

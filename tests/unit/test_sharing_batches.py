@@ -17,7 +17,7 @@ from mybinlog import Event, MariaDBGtid, RowsEvent, XidEvent
 from mybinlog.sharing import Binlog, _client
 from mybinlog.sharing._items import _Batch
 from mybinlog.sharing._queue import _Feed
-from tests.unit.test_sharing import FakeLog, gtid_of, make_client, read_txns, seqs, wait_until
+from tests.fakes import FakeLog, gtid_of, make_client, read_txns, seqs, wait_until
 
 
 def _record_puts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[_Batch]]:

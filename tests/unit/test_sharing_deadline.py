@@ -20,7 +20,7 @@ import pytest
 from mybinlog import BinlogDetachedError, Event, MariadbGtidEvent, RotateEvent, RowsEvent, XidEvent
 from mybinlog.sharing import Binlog, BinlogClient
 from mybinlog.sharing._queue import DETACHED, _Feed
-from tests.unit.test_sharing import FakeLog, gtid_of, make_client, seqs
+from tests.fakes import FakeLog, gtid_of, make_client, seqs
 from tests.unit.virtual_time import VirtualTimeDeadlock, run_in_virtual_time
 
 L_MS = 5_000  # a limit long enough that a sum of limits cannot pass for one (virtual time: no real waiting)

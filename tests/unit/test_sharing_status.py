@@ -23,7 +23,7 @@ from mybinlog.protocol._position import BinlogPosition
 from mybinlog.sharing import Binlog, BinlogClientFactory, EventSource
 from mybinlog.sharing._source import SourcePositions
 from mybinlog.status import STATUS_COLUMNS, read_status, serve_status, status_document
-from tests.unit.test_sharing import COLUMNS, DSN_TEXT, PASSWORD, FakeLog, gtid_of, make_client, read_txns, seqs
+from tests.fakes import COLUMNS, DSN_TEXT, PASSWORD, FakeLog, gtid_of, make_client, read_txns, seqs
 
 # ------------------------------------------------------------------------------------------------------------
 # decode errors that name their table

@@ -20,7 +20,7 @@ import pytest
 from mybinlog.errors import StatusReadError
 from mybinlog.sharing import BinlogClientFactory
 from mybinlog.status import STATUS_COLUMNS, read_status, serve_status, status_document
-from tests.unit.test_sharing import FakeLog, make_client, read_txns
+from tests.fakes import FakeLog, make_client, read_txns
 
 PIECE = 4096
 

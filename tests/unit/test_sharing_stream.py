@@ -34,7 +34,7 @@ from mybinlog import (
 )
 from mybinlog.sharing import Binlog, BinlogClient, BinlogClientFactory, BinlogStatistics, EventSource
 from mybinlog.sharing._source import SourcePositions
-from tests.unit.test_sharing import DSN_TEXT, FakeLog, gtid_of, make_client, read_txns, seqs, wait_until
+from tests.fakes import DSN_TEXT, FakeLog, gtid_of, make_client, read_txns, seqs, wait_until
 from tests.unit.virtual_time import run_in_virtual_time
 
 # ------------------------------------------------------------------------------------------------------------

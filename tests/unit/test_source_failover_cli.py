@@ -31,7 +31,7 @@ from mybinlog.replication._settings import ReplicaStatus
 from mybinlog.sharing import BinlogClientFactory
 from mybinlog.status import MetricsCollector, status_document
 from mybinlog.status._page import STATUS_PAGE
-from tests.unit.test_sharing import FakeLog, make_client, read_txns
+from tests.fakes import FakeLog, make_client, read_txns
 
 ENV_VARS = (common.PASSWORD_ENV, common.PASSWORD_FILE_ENV, common.CH_PASSWORD_ENV, common.CH_PASSWORD_FILE_ENV)
 CLIENT = "repl@db.example:3306"

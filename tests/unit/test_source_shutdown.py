@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from mybinlog.errors import SourceConnectionError
-from tests.unit.test_lease import FakeConn, LockServer, _make
-from tests.unit.test_lease import server as server
+from tests.fakes import FakeConn, LockServer, make_lease
+from tests.fakes import lock_server as lock_server
 
 
 def _shutting_down(server: LockServer, times: int) -> None:
@@ -27,7 +27,7 @@ def _shutting_down(server: LockServer, times: int) -> None:
 
 
 async def test_the_lock_is_taken_again_after_shutdown_errors(server: LockServer) -> None:
-    lease = _make(lease_seconds=60, retry_seconds=30)
+    lease = make_lease(lease_seconds=60, retry_seconds=30)
     await lease.acquire()
     server.conns[0].break_()
     _shutting_down(server, 2)
@@ -40,7 +40,7 @@ async def test_the_lock_is_taken_again_after_shutdown_errors(server: LockServer)
 
 
 async def test_a_shutdown_longer_than_the_budget_is_a_connection_error(server: LockServer) -> None:
-    lease = _make(lease_seconds=60, retry_seconds=0.3)
+    lease = make_lease(lease_seconds=60, retry_seconds=0.3)
     await lease.acquire()
     server.conns[0].break_()
     _shutting_down(server, 1_000_000)

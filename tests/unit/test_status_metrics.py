@@ -30,8 +30,8 @@ from mybinlog.replication._settings import ReplicaStatus
 from mybinlog.replication._watch import SourceBinlogs, assess_binlogs
 from mybinlog.sharing import BinlogClientFactory
 from mybinlog.status import METRICS, MetricsCollector, serve_status
+from tests.fakes import FakeLog, make_client, read_txns, wait_until
 from tests.observability import find_binary
-from tests.unit.test_sharing import FakeLog, make_client, read_txns, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = "repl@db.example:3306"

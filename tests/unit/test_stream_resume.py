@@ -8,8 +8,6 @@ preamble), the stream must yield every event of the file exactly once, in order.
 
 from __future__ import annotations
 
-import struct
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -18,106 +16,13 @@ import pytest
 from mybinlog import (
     BinlogPosition,
     BinlogStream,
-    MariadbGtidEvent,
     MariaDBGtidSet,
     SourceConnectionError,
     SourceHistoryError,
     read_binlog_file,
 )
-from mybinlog.protocol._constants import HEADER_LEN
 from mybinlog.source._stream import _CONTROL
-
-FILE = "mariadb-poc__domain_id_0_mariadb-repl-bin.000005"
-
-
-class _Info:
-    flavor = "mariadb"
-    gtid_mode = True
-    server_id = 1
-    server_uuid = None
-
-
-class ScriptedServer:
-    """Serves one binlog file's raw events; each connection may be cut after ``cut_after`` events."""
-
-    def __init__(self, path: Path, cuts: list[int]) -> None:
-        data = path.read_bytes()
-        self.name = "binlog.000005"
-        self.events: list[tuple[int, bytes]] = []  # (offset, raw)
-        pos = 4
-        while pos < len(data):
-            size = struct.unpack_from("<I", data, pos + 9)[0]
-            self.events.append((pos, data[pos : pos + size]))
-            pos += size
-        self.cuts = list(cuts)
-        self.connections: list[FakeConnection] = []
-        self.gtid_starts = [(ev.gtid, ev.offset) for ev in read_binlog_file(path) if isinstance(ev, MariadbGtidEvent)]
-
-    def fake_rotate(self, position: int) -> bytes:
-        body = struct.pack("<Q", position) + self.name.encode()
-        size = HEADER_LEN + len(body) + 4
-        head = struct.pack("<IBIIIH", 0, 4, 1, size, 0, 0x20)
-        raw = head + body
-        return raw + struct.pack("<I", zlib.crc32(raw))
-
-    async def connect(self, index: int = 0) -> FakeConnection:
-        cut = self.cuts.pop(0) if self.cuts else None
-        conn = FakeConnection(self, cut)
-        self.connections.append(conn)
-        return conn
-
-
-class FakeConnection:
-    checksum = True
-    server_id = 12345
-
-    def __init__(self, server: ScriptedServer, cut: int | None) -> None:
-        self.server = server
-        self.info = _Info()
-        self.cut = cut
-        self.queue: list[bytes] = []
-        self.sent = 0
-        self.started_at: tuple[str, Any] | None = None
-
-    async def start_dump(
-        self, *, file: str | None = None, position: int = 4, gtid_set: Any = None, blocking: bool = True
-    ) -> None:
-        srv = self.server
-        if gtid_set is not None:
-            assert isinstance(gtid_set, MariaDBGtidSet)
-            self.started_at = ("gtid", str(gtid_set))
-            # first transaction whose GTID is not executed
-            position = next(
-                (off for gtid, off in srv.gtid_starts if gtid not in gtid_set),
-                srv.events[-1][0] + len(srv.events[-1][1]),
-            )
-        else:
-            assert file == srv.name, file
-            self.started_at = ("file", position)
-        self.queue = [srv.fake_rotate(position), srv.events[0][1]]
-        self.queue += [raw for off, raw in srv.events if off >= position and off > 4]
-
-    async def current_position(self) -> tuple[str, int, str]:
-        """The end of the served file and the GTID position there (what SHOW MASTER STATUS would say)."""
-        srv = self.server
-        last = srv.gtid_starts[-1][0]
-        end = srv.events[-1][0] + len(srv.events[-1][1])
-        return srv.name, end, f"{last.domain_id}-{last.server_id}-{last.seq_no}"
-
-    async def read_event(self) -> bytes | None:
-        if self.cut is not None and self.sent >= self.cut:
-            raise SourceConnectionError("scripted cut")
-        if not self.queue:
-            return None
-        self.sent += 1
-        return self.queue.pop(0)
-
-    async def read_events(self) -> list[bytes] | None:
-        event = await self.read_event()
-        return None if event is None else [event]
-
-    async def close(self) -> None:
-        pass
+from tests.fakes import FILE, FakeConnection, ScriptedInfo, ScriptedServer
 
 
 def _key(ev: Any) -> tuple[Any, ...]:
@@ -204,13 +109,13 @@ async def test_gives_up_after_max_attempts_with_position_in_message(binlog: Path
 # --- resuming from a checkpoint position, and the server's history ------------------------------------------------
 
 
-class _FileModeInfo(_Info):
+class _FileModeInfo(ScriptedInfo):
     gtid_mode = False  # MySQL with gtid_mode=OFF: positions carry no usable GTIDs
     flavor = "mysql"
 
 
 def _with_info(
-    server: ScriptedServer, info: type[_Info], *, server_id: int = 1, end: tuple[str, int] | None = None
+    server: ScriptedServer, info: type[ScriptedInfo], *, server_id: int = 1, end: tuple[str, int] | None = None
 ) -> Any:
     """server.connect, with connections that describe the server as ``info`` (server_id, binlog end) says."""
 
@@ -306,7 +211,7 @@ async def test_gtid_mode_follows_another_server_and_stamps_its_id(
 
     async def connect(index: int = 0) -> FakeConnection:
         conn = await server.connect()
-        conn.info = type("Info", (_Info,), {"server_id": 1})()  # type: ignore[assignment]
+        conn.info = type("Info", (ScriptedInfo,), {"server_id": 1})()  # type: ignore[assignment]
         return conn
 
     stream._connect = connect  # type: ignore[method-assign]

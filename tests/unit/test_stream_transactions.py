@@ -19,7 +19,7 @@ from mybinlog import (
     Transaction,
     read_binlog_file,
 )
-from tests.unit.test_stream_resume import FILE, ScriptedServer
+from tests.fakes import FILE, ScriptedServer
 
 _NOT_IN_A_TRANSACTION = (FormatDescriptionEvent, MariadbGtidListEvent, BinlogCheckpointEvent, RotateEvent)
 

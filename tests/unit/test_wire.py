@@ -9,51 +9,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from mybinlog import PacketSequenceError
 from mybinlog.protocol._packets import MAX_PACKET_PAYLOAD, EofPacket, PacketFramer
 from mybinlog.source._wire import ConnectionLost, WireProtocol
+from tests.fakes import RecordingTransport
 
 MAX = MAX_PACKET_PAYLOAD
-
-
-class RecordingTransport(asyncio.Transport):
-    def __init__(self) -> None:
-        super().__init__()
-        self.written = bytearray()
-        self.paused = False
-        self.pause_calls = 0
-        self.resume_calls = 0
-        self.closed = False
-        self.protocol: Any = None
-
-    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
-        self.protocol = protocol
-
-    def get_protocol(self) -> asyncio.BaseProtocol:
-        return self.protocol  # type: ignore[no-any-return]
-
-    def write(self, data: Any) -> None:
-        self.written += data
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            asyncio.get_running_loop().call_soon(self.protocol.connection_lost, None)
-
-    def pause_reading(self) -> None:
-        self.paused = True
-        self.pause_calls += 1
-
-    def resume_reading(self) -> None:
-        self.paused = False
-        self.resume_calls += 1
 
 
 def make_wire(
