@@ -14,7 +14,8 @@
     # dsn = "mysql://repl@db1:3306,db2:3306"  or  dsn = ["mysql://repl@db1:3306", "db2:3306"]
     password_file = "/etc/mybinlog/repl.pw"   # or password_env = "NAME"
 
-    [targets.warehouse]                       # a ClickHouse server (http://) or embedded chdb (chdb:///path)
+    [targets.warehouse]                       # a ClickHouse server (http://), embedded chdb (chdb:///path) or
+                                              # Kafka (kafka://broker:9092?prefix=shop: docs/kafka.md)
     url = "http://default@ch:8123"
     password_env = "CH_PASSWORD"
 
@@ -155,7 +156,8 @@ class SourceConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class TargetConfig:
-    """``[targets.NAME]``: a ClickHouse server (``http(s)://``) or embedded chdb; opened once for its replicas."""
+    """``[targets.NAME]``: a ClickHouse server (``http(s)://``) or embedded chdb, opened once for its replicas; or
+    Kafka (``kafka://``: one producer per replica)."""
 
     name: str
     url: str  # without the password (see ``password``)
@@ -163,7 +165,11 @@ class TargetConfig:
 
     @property
     def embedded(self) -> bool:
-        return not self.url.startswith(("http://", "https://"))
+        return not self.url.startswith(("http://", "https://", "kafka://"))
+
+    @property
+    def kafka(self) -> bool:
+        return self.url.startswith("kafka://")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -355,11 +361,22 @@ class _Parser:
         self.check_keys(body, _TARGET_KEYS, where, "keys of a target")
         url = self.string(body, "url", where, 'url = "http://default@ch:8123" (or "chdb:///path")', required=True)
         assert url is not None
-        if "://" in url and not url.startswith(("http://", "https://", "chdb:")):
-            raise self.error(f"{where} url", "use http(s)://host:8123 (a ClickHouse server) or chdb:///path")
+        if "://" in url and not url.startswith(("http://", "https://", "chdb:", "kafka://")):
+            raise self.error(
+                f"{where} url", "use http(s)://host:8123 (a ClickHouse server), chdb:///path or kafka://broker:9092"
+            )
         in_url: str | None = None
         bare = url
-        if url.startswith(("http://", "https://")):
+        if url.startswith("kafka://"):
+            from ..kafka import parse_kafka_url
+
+            try:
+                parse_kafka_url(url)
+            except ConfigurationError as exc:
+                raise self.error(f"{where} url", str(exc)) from None
+            if any(k in body for k in ("password", "password_file", "password_env")):
+                raise self.error(where, "a Kafka target has no password here: remove the password keys")
+        elif url.startswith(("http://", "https://")):
             bare, in_url = _split_target_password(url)
         elif any(k in body for k in ("password", "password_file", "password_env")):
             raise self.error(where, "an embedded (chdb) target has no password: remove the password keys")

@@ -31,7 +31,7 @@ DEFAULT_TARGET = "chdb://./mybinlog-clickhouse"
 def register(sub: Any) -> None:
     rep = sub.add_parser(
         "replicate",
-        help="replicate MySQL/MariaDB databases into ClickHouse (server or embedded chdb)",
+        help="replicate MySQL/MariaDB databases into ClickHouse (server or embedded chdb) or Kafka",
         description="Copy the tables of one or more databases into ClickHouse, then keep them current from the "
         "binlog, exactly once. Resumes from its checkpoint (stored in ClickHouse). SIGINT/SIGTERM stop it "
         "cleanly. See docs/replication.md.",
@@ -58,7 +58,8 @@ def register(sub: Any) -> None:
         default=DEFAULT_TARGET,
         metavar="URL",
         help=f"http://user@host:8123 or chdb:///path (default {DEFAULT_TARGET}); the ClickHouse password from "
-        "--target-password-file, MYBINLOG_CH_PASSWORD_FILE or MYBINLOG_CH_PASSWORD",
+        "--target-password-file, MYBINLOG_CH_PASSWORD_FILE or MYBINLOG_CH_PASSWORD; or "
+        "kafka://broker:9092[,broker2:9092][?prefix=P] for Debezium messages in Kafka, exactly once (docs/kafka.md)",
     )
     add_target_arguments(rep)
     rep.add_argument("--database", "-d", action="append", help="MySQL database (repeatable; required without --config)")
@@ -314,6 +315,7 @@ async def _replicas_of_flags(args: argparse.Namespace, stop: asyncio.Event) -> t
     """The replicas of ``--source``/``--target``/``--database`` (one per database) and the one target."""
     from ..clickhouse import check_standby_target
     from ..replication import ReplicationSettings, Replicator
+    from ..replication._names import replica_name
 
     dsn = source_dsn(args)
     if not args.database:
@@ -342,6 +344,13 @@ async def _replicas_of_flags(args: argparse.Namespace, stop: asyncio.Event) -> t
         lease_seconds=args.lease_seconds,
     )
     tables = [t.strip() for t in args.tables.split(",") if t.strip()] if args.tables else None
+    if _is_kafka(args.target):
+        sinks = _kafka_sinks(args.target, [(replica_name(args.replica, db), db) for db in args.database], args)
+        replicators = [
+            Replicator(dsn, sink, database=db, tables=tables, replica=args.replica, settings=settings)
+            for db, sink in zip(args.database, sinks, strict=True)
+        ]
+        return replicators, sinks
     url = target_url(args)
     if settings.standby:
         check_standby_target(url)  # before opening: opening a chdb target creates its directory
@@ -359,6 +368,31 @@ async def _replicas_of_flags(args: argparse.Namespace, stop: asyncio.Event) -> t
         for db in args.database
     ]
     return replicators, [target]
+
+
+def _is_kafka(url: str | None) -> bool:
+    return bool(url) and str(url).lower().startswith("kafka:")
+
+
+def _kafka_sinks(url: str, replicas: list[tuple[str, str]], args: argparse.Namespace | None) -> list[Any]:
+    """One :class:`~mybinlog.kafka.KafkaSink` per ``(replica, database)`` of the ``kafka://`` target ``url``
+    (refused when malformed, before anything connects; exactly-once or at-least-once is logged when each starts)."""
+    from ..kafka import parse_kafka_url
+
+    target = parse_kafka_url(url)
+    if args is not None:
+        if getattr(args, "target_password_file", None):
+            raise ConfigurationError("--target-password-file goes with a ClickHouse server target, not kafka://")
+        if getattr(args, "target_database", None):
+            raise ConfigurationError(
+                "--target-database goes with a ClickHouse target; a Kafka target's topics are named by its "
+                "prefix and topic_pattern (kafka://broker:9092?prefix=...)"
+            )
+        if getattr(args, "standby", False):
+            raise ConfigurationError("--standby needs a ClickHouse server target (the Kafka producer fences instead)")
+    for replica, database in replicas:
+        logger.info("replica %s: %s -> %s", replica, database, target.description)
+    return [target.sink(replica=replica, database=database) for replica, database in replicas]
 
 
 # the options that describe replicas: with --config, the file does (the others, --once and the status options,
@@ -429,12 +463,22 @@ async def _replicas_of_config(args: argparse.Namespace, stop: asyncio.Event) -> 
         args.status_address = config.status_address
     if config.status_interval is not None and args.status_interval == defaults.get_default("status_interval"):
         args.status_interval = config.status_interval
+    kafka = {name for name in used_targets if _is_kafka(urls[name])}
     for spec in config.replicas:
+        if spec.settings.standby and spec.target in kafka:
+            raise ConfigurationError(f"{config.path}: replica {spec.name}: standby needs a ClickHouse server target")
         if spec.settings.standby:
             check_standby_target(urls[spec.target])  # before opening: opening a chdb target creates its directory
+    sinks = {
+        spec.name: _kafka_sinks(urls[spec.target], [(spec.name, spec.database)], None)[0]
+        for spec in config.replicas
+        if spec.target in kafka
+    }
     targets: dict[str, Any] = {}
     try:
         for name, url in urls.items():
+            if name in kafka:
+                continue
             budget = max(c.settings.target_retry_seconds for c in config.replicas if c.target == name)
             targets[name] = await _open_target(url, budget, stop)
     except BaseException:
@@ -453,7 +497,7 @@ async def _replicas_of_config(args: argparse.Namespace, stop: asyncio.Event) -> 
     replicators = [
         Replicator(
             dsns[r.source],
-            targets[r.target],
+            sinks[r.name] if r.name in sinks else targets[r.target],
             database=r.database,
             tables=r.tables,
             target_database=r.target_database,
@@ -463,18 +507,18 @@ async def _replicas_of_config(args: argparse.Namespace, stop: asyncio.Event) -> 
         )
         for r in config.replicas
     ]
-    for r, spec in zip(replicators, config.replicas, strict=True):
+    for r in replicators:
         logger.info(
             "%s: replica %s: %s/%s -> %s %s (engine %s)",
             config.path,
             r.replica,
             r.dsn.display,
             r.database,
-            targets[spec.target].description,
+            r.sink.description,
             r.target_database,
             r.settings.engine,
         )
-    return replicators, list(targets.values())
+    return replicators, [*targets.values(), *sinks.values()]
 
 
 def _status_dict(r: Any) -> dict[str, Any]:

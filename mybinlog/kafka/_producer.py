@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from .. import _failpoints
 from ..errors import ConfigurationError, ReplicaLockedError, TargetConnectionError, TargetError
 from ._envelope import Message
 
@@ -274,6 +275,19 @@ class KafkaProducer:
         finally:
             consumer.close()
 
+    async def read_position(self) -> dict[str, Any] | None:
+        """Read the last committed position back again (after a failed batch) into :attr:`position`."""
+        self.position = await self._run("reading the position", self._read_position)
+        return self.position
+
+    async def cluster_id(self) -> str | None:
+        """The cluster's id (None when the broker does not say), without starting the producer."""
+        if self._admin is None:
+            self._admin = self._kafka.admin.AdminClient(self._base_config())
+        metadata = await self._run("reading the cluster id", self._admin.list_topics, None, self.settings.timeout)
+        cluster: str | None = metadata.cluster_id
+        return cluster or None
+
     async def ensure_topics(self, topics: Iterable[str], *, compacted: bool = False) -> None:
         """Create the topics that do not exist yet (an existing topic is left as it is)."""
         missing = [t for t in dict.fromkeys(topics) if t not in self._known_topics]
@@ -310,9 +324,10 @@ class KafkaProducer:
             except BufferError:  # librdkafka's queue is full: let it send
                 await self._run("producing", producer.poll, 0.05)
 
-    async def commit(self, messages: Iterable[tuple[str, Message]], position: dict[str, Any]) -> None:
+    async def commit(self, messages: Iterable[tuple[str, Message]], position: dict[str, Any] | None) -> None:
         """Write ``messages`` (``(topic, message)`` pairs, in order) and ``position`` (a JSON object: mybinlog's
-        checkpoint form of a binlog position) as one transaction; return when it is committed.
+        checkpoint form of a binlog position) as one transaction; return when it is committed. ``position`` None:
+        the messages alone (the committed position stays what it was).
 
         Raises :class:`~mybinlog.errors.ReplicaLockedError` when another producer took the replica over,
         :class:`~mybinlog.errors.TargetConnectionError` (retriable) when the broker could not be reached (the
@@ -326,9 +341,10 @@ class KafkaProducer:
             for topic, message in messages:
                 await self._produce(topic, message)
             await self._flush("producing the batch")
-            await self._produce(self.position_topic, record)
-            await self._flush("storing the position")
-            self.position = position
+            if position is not None:
+                await self._produce(self.position_topic, record)
+                await self._flush("storing the position")
+                self.position = position
             return
         producer = self._producer
         self._errors = []
@@ -340,23 +356,27 @@ class KafkaProducer:
         try:
             for topic, message in messages:
                 await self._produce(topic, message)
-            await self._produce(self.position_topic, record)
+            if position is not None:
+                await self._produce(self.position_topic, record)
             await self._flush("producing the batch")
-            pointer = [self._kafka.TopicPartition(self.position_topic, 0, self._position_offset + 1)]
-            await self._run(
-                "send_offsets_to_transaction",
-                producer.send_offsets_to_transaction,
-                pointer,
-                self._group_metadata,
-                self.settings.timeout,
-            )
+            if position is not None:
+                _failpoints.reached("kafka.before_commit")  # messages and position sent, the transaction open
+                pointer = [self._kafka.TopicPartition(self.position_topic, 0, self._position_offset + 1)]
+                await self._run(
+                    "send_offsets_to_transaction",
+                    producer.send_offsets_to_transaction,
+                    pointer,
+                    self._group_metadata,
+                    self.settings.timeout,
+                )
             await self._run("commit_transaction", producer.commit_transaction, self.settings.timeout)
         except ReplicaLockedError:
             raise
         except (TargetError, asyncio.CancelledError):
             await self._abort()
             raise
-        self.position = position
+        if position is not None:
+            self.position = position
 
     async def _abort(self) -> None:
         try:

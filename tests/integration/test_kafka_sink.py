@@ -1,0 +1,151 @@
+"""``mybinlog replicate --target kafka://...`` (mybinlog.kafka.KafkaSink) against a real broker (Tansu): the
+initial load, DML and a DDL become Debezium messages that rebuild the source tables row by row; SIGKILLs of the
+replicating process mid-stream and a crash between the messages and the position commit (fail point
+``kafka.before_commit``) end with every change visible once, in order per key. Visibility is decided from the
+transaction markers by tests/kafka_check.py, which trusts neither mybinlog nor the client library nor the broker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from typing import Any
+
+import pytest
+
+from mybinlog.ddl import parse_create_table
+from mybinlog.kafka import TableEncoder, topic_name
+from mybinlog.testing import MariaDBServer
+from tests.faults import ReplicateProcess, execute, source_dsn
+from tests.kafka_check import Record, compare_with_mysql, read_partition, read_topic, rebuild
+
+pytestmark = pytest.mark.integration
+
+
+def _source_rows(server: Any, db: str, table: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The rows of ``db.table`` in Debezium's value forms (the envelope's encoder, fed by SELECT), and its key."""
+    create = server.query(f"SHOW CREATE TABLE `{db}`.`{table}`")[0][1]
+    encoder = TableEncoder(parse_create_table(create, db))
+    rows = [encoder.row(values) for values in server.query(f"SELECT * FROM `{db}`.`{table}`")]
+    return rows, list(encoder.table.primary_key)
+
+
+def _check_table(bootstrap: str, prefix: str, db: str, server: Any, table: str) -> list[Record]:
+    records = read_partition(bootstrap, topic_name(prefix, db, table))
+    assert not any(r.pending for r in records), "a transaction without a marker after the replica stopped"
+    visible = [r for r in records if r.visible]
+    rows, key = _source_rows(server, db, table)
+    compare_with_mysql(rebuild(visible), rows, key)
+    return visible
+
+
+def _once_in_order(records: list[Record]) -> None:
+    """Each key's messages form one chain: a create (or load read) on an absent key, then updates whose ``before``
+    is the previous ``after``, a delete of the current row (and its tombstone): a repeated or missing change breaks
+    the chain."""
+    state: dict[str, dict[str, Any] | None] = {}
+    for r in records:
+        key = json.dumps(json.loads(r.key or b"null"), sort_keys=True)
+        if r.value is None:
+            assert state.get(key) is None, f"offset {r.offset}: a tombstone of a live key {key}"
+            continue
+        message = json.loads(r.value)
+        op, before, after = message["op"], message["before"], message["after"]
+        if op in ("c", "r"):
+            assert state.get(key) is None, f"offset {r.offset}: {op} of {key}, which exists: a change repeated"
+            state[key] = after
+        else:
+            now = state.get(key)
+            # a column added by a DDL since the row's last message appears in ``before`` only
+            same = now is not None and {c: v for c, v in before.items() if c in now} == now
+            assert same, f"offset {r.offset}: {op} of {key} from {before}, not {now}"
+            state[key] = after if op == "u" else None
+
+
+def _replicate(server: Any, db: str, target: str, *extra: str, failpoints: str | None = None) -> ReplicateProcess:
+    return ReplicateProcess(source_dsn(server), server.repl_password, target, db, *extra, failpoints=failpoints)
+
+
+async def test_replicate_into_kafka_load_dml_ddl(server: MariaDBServer, kafka_server: Any) -> None:
+    db = server.create_database(f"kafka_cli_{server.flavor}")
+    prefix = f"cli_{server.flavor}"
+    target = f"kafka://{kafka_server.bootstrap}?prefix={prefix}"
+    execute(server, db, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20), d DECIMAL(10,2), ts DATETIME)",
+            "INSERT INTO t VALUES (1, 'a', 1.50, '2026-01-01 10:00:00'), (2, 'b', NULL, NULL), (3, 'c', 0, NULL)")  # fmt: skip
+    with _replicate(server, db, target, "--once") as rep:  # the initial load
+        assert rep.wait_exit(60) == 0, rep.tail()
+        assert "EXACTLY-ONCE" in rep.log
+    loaded = _check_table(kafka_server.bootstrap, prefix, db, server, "t")
+    assert [json.loads(r.value or b"{}")["op"] for r in loaded] == ["r", "r", "r"]
+    execute(server, db, "INSERT INTO t VALUES (4, 'd', 4.25, '2026-02-02 00:00:01')",
+            "UPDATE t SET v = 'bb', d = 2.00 WHERE id = 2", "UPDATE t SET id = 10 WHERE id = 1",
+            "DELETE FROM t WHERE id = 3", "ALTER TABLE t ADD COLUMN n INT", "UPDATE t SET n = id",
+            "CREATE TABLE u (k VARCHAR(10) PRIMARY KEY, x INT)", "INSERT INTO u VALUES ('p', 1), ('q', 2)")  # fmt: skip
+    with _replicate(server, db, target, "--once") as rep:
+        assert rep.wait_exit(60) == 0, rep.tail()
+    _once_in_order(_check_table(kafka_server.bootstrap, prefix, db, server, "t"))
+    _check_table(kafka_server.bootstrap, prefix, db, server, "u")
+    ddl = [json.loads(r.value or b"{}") for r in read_topic(kafka_server.bootstrap, prefix)]
+    altered = [m for m in ddl if m["tableChanges"] and m["tableChanges"][0]["type"] == "ALTER"]
+    assert [c["name"] for c in altered[-1]["tableChanges"][0]["table"]["columns"]] == ["id", "v", "d", "ts", "n"]
+    server.drop_database(db)
+
+
+def _writes(server: MariaDBServer, db: str, rng: random.Random, ids: list[int], count: int) -> None:
+    """``count`` small transactions: an insert, an update (``v = v + 1``) of a live row, sometimes a delete."""
+    for _ in range(count):
+        new = (ids[-1] if ids else 0) + 1
+        statements = ["BEGIN", f"INSERT INTO t VALUES ({new}, 0)"]
+        ids.append(new)
+        statements.append(f"UPDATE t SET v = v + 1 WHERE id = {rng.choice(ids)}")
+        if rng.random() < 0.2 and len(ids) > 2:
+            gone = ids.pop(rng.randrange(len(ids) - 1))
+            statements.append(f"DELETE FROM t WHERE id = {gone}")
+        execute(server, db, *statements, "COMMIT")
+
+
+# MariaDB only for the kills: the path under test is the Kafka transaction of a batch and its position, the same for
+# both flavours (the flavours' binlogs are covered by the test above)
+async def test_sigkills_mid_stream_each_change_once_in_order(mariadb: MariaDBServer, kafka_server: Any) -> None:
+    server = mariadb
+    db = server.create_database("kafka_kill")
+    target = f"kafka://{kafka_server.bootstrap}?prefix=kill"
+    rng = random.Random(int.from_bytes(os.urandom(4), "big"))
+    ids: list[int] = []
+    execute(server, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+    _writes(server, db, rng, ids, 5)
+    for round_ in range(4):
+        with _replicate(server, db, target) as rep:
+            if round_ == 0:
+                rep.wait_for("checkpoint at")  # the initial load is done (a load cut short is published again)
+            _writes(server, db, rng, ids, rng.randint(10, 40))
+            for _ in range(rng.randint(0, 2)):
+                rep.wait_for("checkpoint at", start=len(rep.lines))
+            rep.kill()
+    with _replicate(server, db, target, "--once") as rep:
+        assert rep.wait_exit(60) == 0, rep.tail()
+    _once_in_order(_check_table(kafka_server.bootstrap, "kill", db, server, "t"))
+    server.drop_database(db)
+
+
+# MariaDB only: as above
+async def test_crash_between_the_messages_and_the_position_commit(mariadb: MariaDBServer, kafka_server: Any) -> None:
+    server = mariadb
+    db = server.create_database("kafka_failpoint")
+    target = f"kafka://{kafka_server.bootstrap}?prefix=fp"
+    rng = random.Random(7)
+    ids: list[int] = []
+    execute(server, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+    _writes(server, db, rng, ids, 5)
+    with _replicate(server, db, target, failpoints="kafka.before_commit=3") as rep:
+        _writes(server, db, rng, ids, 30)
+        assert rep.wait_exit(60) == -9, rep.tail()  # killed itself with the batch sent, its transaction open
+    records = read_partition(kafka_server.bootstrap, topic_name("fp", db, "t"))
+    assert any(r.pending for r in records), "the killed batch's messages should be in the log, without a marker"
+    with _replicate(server, db, target, "--once") as rep:
+        assert rep.wait_exit(60) == 0, rep.tail()
+    records = read_partition(kafka_server.bootstrap, topic_name("fp", db, "t"))
+    assert any(not r.visible for r in records), "the killed batch's messages are in the log but not visible"
+    _once_in_order(_check_table(kafka_server.bootstrap, "fp", db, server, "t"))
+    server.drop_database(db)
