@@ -72,7 +72,8 @@ async def test_replicate_into_kafka_load_dml_ddl(server: MariaDBServer, kafka_se
     prefix = f"cli_{server.flavor}"
     target = f"kafka://{kafka_server.bootstrap}?prefix={prefix}"
     execute(server, db, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20), d DECIMAL(10,2), ts DATETIME)",
-            "INSERT INTO t VALUES (1, 'a', 1.50, '2026-01-01 10:00:00'), (2, 'b', NULL, NULL), (3, 'c', 0, NULL)")  # fmt: skip
+            "INSERT INTO t VALUES (1, 'a', 1.50, '2026-01-01 10:00:00'), (2, 'b', NULL, NULL), (3, 'c', 0, NULL)",
+            )  # fmt: skip
     with _replicate(server, db, target, "--once") as rep:  # the initial load
         assert rep.wait_exit(60) == 0, rep.tail()
         assert "EXACTLY-ONCE" in rep.log
