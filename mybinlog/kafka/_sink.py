@@ -111,7 +111,13 @@ def parse_kafka_url(url: str) -> KafkaTarget:
             )
     known = {"prefix", "transactional", "partitions", "tombstones", "topic_pattern"}
     params: dict[str, str] = {}
-    for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)):
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
+    except ValueError:
+        raise ConfigurationError(
+            f"the Kafka target's parameters {query!r} are not key=value pairs (kafka://broker:9092?prefix=...)"
+        ) from None
+    for key, value in pairs:
         if key not in known:
             raise ConfigurationError(f"unknown parameter {key!r} in the Kafka target: use {', '.join(sorted(known))}")
         if key in params:
