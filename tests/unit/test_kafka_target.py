@@ -84,7 +84,8 @@ url = "kafka://k1:9092?prefix=shop"
 database = "shop"
 """
     config = parse_config(text)
-    assert config.targets["bus"].kafka and not config.targets["bus"].embedded
+    assert config.targets["bus"].kafka
+    assert not config.targets["bus"].embedded
     with pytest.raises(ConfigurationError, match=r"targets.bus.*unknown parameter 'prefx'"):
         parse_config(text.replace("prefix=", "prefx="))
     with pytest.raises(ConfigurationError, match="a Kafka target has no password"):
