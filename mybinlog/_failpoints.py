@@ -18,6 +18,8 @@ Steps (see the callers of :func:`reached`):
 ``flush.before_insert``    the replica lease was confirmed for one table's insert of a batch, the insert not sent
 ``transaction.after_chunk`` a chunk of a transaction bigger than ``max_bytes_in_transaction`` was inserted (its
                            checkpoint comes after the last chunk; replication/_spill.py)
+``kafka.before_commit``    a Kafka batch's messages and position record were sent in its transaction, the
+                           transaction is not committed yet (mybinlog/kafka/_producer.py)
 ``checkpoint.before_save`` the replica lease was confirmed for a checkpoint save, the row not sent (docs/ha.md)
 
 ``@stop`` after the count makes the process SIGSTOP itself instead (a test resumes it with SIGCONT): a paused
