@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -67,7 +68,7 @@ def _replicate(server: Any, db: str, target: str, *extra: str, failpoints: str |
     return ReplicateProcess(source_dsn(server), server.repl_password, target, db, *extra, failpoints=failpoints)
 
 
-async def test_replicate_into_kafka_load_dml_ddl(server: MariaDBServer, kafka_server: Any) -> None:
+async def test_replicate_into_kafka_load_dml_ddl(server: MariaDBServer, kafka_server: Any, tmp_path: Path) -> None:
     db = server.create_database(f"kafka_cli_{server.flavor}")
     prefix = f"cli_{server.flavor}"
     target = f"kafka://{kafka_server.bootstrap}?prefix={prefix}"
@@ -83,7 +84,20 @@ async def test_replicate_into_kafka_load_dml_ddl(server: MariaDBServer, kafka_se
             "UPDATE t SET v = 'bb', d = 2.00 WHERE id = 2", "UPDATE t SET id = 10 WHERE id = 1",
             "DELETE FROM t WHERE id = 3", "ALTER TABLE t ADD COLUMN n INT", "UPDATE t SET n = id",
             "CREATE TABLE u (k VARCHAR(10) PRIMARY KEY, x INT)", "INSERT INTO u VALUES ('p', 1), ('q', 2)")  # fmt: skip
-    with _replicate(server, db, target, "--once") as rep:
+    # the same replica again, from a TOML file (a kafka:// target there): it goes on from the CLI's checkpoint
+    config = tmp_path / "replicas.toml"
+    config.write_text(f"""
+[sources.main]
+dsn = "{source_dsn(server)}"
+password_env = "KAFKA_TEST_PASSWORD"
+
+[targets.bus]
+url = "{target}"
+
+[replicas.{db}]
+database = "{db}"
+""")
+    with ReplicateProcess.with_config(config, "--once", env={"KAFKA_TEST_PASSWORD": server.repl_password}) as rep:
         assert rep.wait_exit(60) == 0, rep.tail()
     _once_in_order(_check_table(kafka_server.bootstrap, prefix, db, server, "t"))
     _check_table(kafka_server.bootstrap, prefix, db, server, "u")
