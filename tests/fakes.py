@@ -6,6 +6,8 @@
 * Stream: :class:`ScriptedServer` serves a real binlog file's raw events over :class:`FakeConnection`\\ s that can be
   cut after any event (reconnects and resumes).
 * Wire: :class:`RecordingTransport` records what a protocol writes and can answer it like a server.
+* Extras: :data:`BLOCK_EXTRAS`, a script preamble (``str.format(blocked=...)``) under which the named top-level
+  packages cannot be imported, as if their extra were not installed.
 * Lease: :class:`LockServer` and :class:`FakeConn`, the GET_LOCK semantics of the replica lock; the fixture
   ``server`` (:func:`lock_server`) installs one; :func:`make_lease` builds a lease against it.
 """
@@ -561,3 +563,18 @@ def lock_server(monkeypatch: pytest.MonkeyPatch) -> LockServer:
 
 def make_lease(**kw: Any) -> _lease.ReplicaLease:
     return _lease.ReplicaLease(DSN.parse("mysql://repl@db:3306"), "mybinlog:x", replica="shop", **kw)
+
+
+# --- extras: libraries that are not installed
+
+#: a script preamble: ``BLOCK_EXTRAS.format(blocked={names})``; importing a module of those packages fails
+BLOCK_EXTRAS = """
+import importlib.abc, sys
+BLOCKED = {blocked!r}
+class _Absent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (not installed in this test)", name=name)
+        return None
+sys.meta_path.insert(0, _Absent())
+"""

@@ -39,7 +39,7 @@ from mybinlog.clickhouse.types import (
     values_match,
 )
 from mybinlog.ddl import TableDef, parse_create_table
-from tests.integration.test_live_workload import decoded_changes, stream_events
+from tests.live import decoded_changes, stream_events
 from tests.servers import MariaDBServer
 from tests.workload import TABLES, Workload
 

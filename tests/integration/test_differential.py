@@ -24,7 +24,7 @@ import pytest
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
-from tests.integration.test_live_workload import Decoded, decoded_changes, stream_events, write_workload
+from tests.live import Decoded, decoded_changes, stream_events, write_workload
 from tests.servers import MariaDBServer
 from tests.workload import ALL_TYPES_COLUMNS, normalize, parse_type
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.faults import ReplicateProcess, child_env, source_dsn
-from tests.integration.test_transport import make_certificate, server_readable_dir
+from tests.live import make_certificate, server_readable_dir
 from tests.servers import MariaDBServer
 
 pytestmark = pytest.mark.integration

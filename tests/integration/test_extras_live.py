@@ -7,15 +7,15 @@ import subprocess
 import sys
 from typing import Any
 
+from tests.fakes import BLOCK_EXTRAS
 from tests.faults import child_env, create_tables, source_dsn, write
 from tests.servers import MariaDBServer
-from tests.unit.test_extras import _BLOCK
 
 ABSENT = {"pyspark", "pandas", "chdb", "matplotlib"}
 
 
 def _mybinlog(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    script = _BLOCK.format(blocked=ABSENT) + (
+    script = BLOCK_EXTRAS.format(blocked=ABSENT) + (
         "import sys\nfrom mybinlog.cli import main\nrc = main(sys.argv[1:])\n"
         "assert not {'pyspark', 'pandas', 'chdb'} & set(sys.modules), sorted(sys.modules)\nsys.exit(rc)\n"
     )

@@ -38,7 +38,8 @@ import pytest
 
 from mybinlog.clickhouse._checkpoint import seq_epoch
 from tests.compare import assert_replica_equal
-from tests.faults import STREAMING, ReplicateProcess, TxnWriter, create_tables, source_dsn, target_for
+from tests.faults import STREAMING, TxnWriter, create_tables, source_dsn, target_for
+from tests.live import Member
 from tests.servers import MariaDBServer
 
 pytestmark = pytest.mark.integration
@@ -50,31 +51,6 @@ LEASE = 4  # seconds: short, so that a paused leader is replaced quickly (with r
 DEADLINE = 120.0  # generous: the only time limit (takeovers are reported, not asserted)
 TOOK_OVER = re.compile(r"took over replica '[^']+' \(epoch (\d+)\)")
 IN_FLIGHT = re.compile(r"checkpoint save of epoch (\d+) \(seq (\d+)\) finished .* after the last confirmation")
-
-
-class Member(ReplicateProcess):
-    """A ``replicate --standby`` process whose log lines also wake the group's condition (see :class:`Group`)."""
-
-    def __init__(self, group: threading.Condition, *args: Any, **kwargs: Any) -> None:
-        self.group = group  # before the pump threads start (in ReplicateProcess.__init__)
-        super().__init__(*args, **kwargs)
-
-    def _pump(self, stream: Any, sink: list[str]) -> None:
-        for line in stream:
-            with self._cond:
-                sink.append(line)
-                self._cond.notify_all()
-            with self.group:
-                self.group.notify_all()
-        with self._cond:
-            self._done += 1
-            self._cond.notify_all()
-        with self.group:
-            self.group.notify_all()
-
-    def lines_from(self, start: int) -> list[str]:
-        with self._cond:
-            return self.lines[start:]
 
 
 class Group:

@@ -20,11 +20,9 @@ bounded to the binlog range that workload wrote.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
-import decimal
 import itertools
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,8 +46,17 @@ from mybinlog.protocol._gtid import GtidSet, MariaDBGtidSet, MySQLGtidSet, parse
 from mybinlog.protocol._position import BinlogPosition
 from mybinlog.source._files import read_binlog_file
 from mybinlog.source._stream import BinlogStream
+from tests.live import (
+    ChangeCollector,
+    Written,
+    assert_changes_match,
+    decoded_changes,
+    past_end,
+    stream_events,
+    write_workload,
+)
 from tests.servers import MariaDBServer
-from tests.workload import RowChange, Workload, WorkloadResult, normalize, parse_type
+from tests.workload import Workload, WorkloadResult
 
 SEEDS = (101, 202, 303)
 N_TRANSACTIONS = 30
@@ -59,231 +66,7 @@ DEADLINE = 30.0  # seconds; generous for a loaded 2-core CI machine, never reach
 # --- decoding helpers (also used by test_differential.py) ---
 
 
-@dataclass(frozen=True)
-class Decoded:
-    """One decoded row change; ``gtid`` is the GTID of its transaction (MariaDB's or MySQL's text)."""
-
-    gtid: str
-    table: str
-    kind: str
-    before: dict[str, Any] | None
-    after: dict[str, Any] | None
-
-
-class ChangeCollector:
-    """Collects the row changes of schema ``db`` from events fed in stream order."""
-
-    def __init__(self, db: str) -> None:
-        self.db = db
-        self.changes: list[Decoded] = []
-        self._gtid = ""
-
-    def feed(self, event: Event) -> int:
-        """Account for one event; returns how many row changes it added."""
-        if isinstance(event, MariadbGtidEvent | GtidEvent):
-            self._gtid = str(event.gtid)
-        if not isinstance(event, RowsEvent) or event.schema != self.db:
-            return 0
-        names = event.columns
-        assert None not in names, f"{event.table_name}: the binlog carries column names (binlog_row_metadata=FULL)"
-        gtid, table, add = self._gtid, event.table_name, self.changes.append
-        for row in event.rows:
-            if event.kind == "update":
-                before, after = row
-                add(
-                    Decoded(
-                        gtid,
-                        table,
-                        "update",
-                        dict(zip(names, before, strict=True)),
-                        dict(zip(names, after, strict=True)),
-                    )
-                )
-            elif event.kind == "insert":
-                add(Decoded(gtid, table, "insert", None, dict(zip(names, row, strict=True))))
-            else:
-                add(Decoded(gtid, table, "delete", dict(zip(names, row, strict=True)), None))
-        return len(event.rows)
-
-
-def decoded_changes(events: Iterable[Event], db: str) -> list[Decoded]:
-    """The row changes of schema ``db`` in ``events`` (in order), as column-name dicts."""
-    collector = ChangeCollector(db)
-    for event in events:
-        collector.feed(event)
-    return collector.changes
-
-
-_INT_BASES = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint", "year", "bit"})
-_TEXT_BASES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum"})
-_BYTES_BASES = frozenset({"varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry", "point"})
-
-
-def convention_problem(value: Any, sql_type: str, flavor: str = "mariadb") -> str | None:
-    """Why ``value`` breaks the documented decoder value convention for ``sql_type`` (None when it follows it).
-
-    ``normalize`` accepts many representations (it also reads pymysql output); this checks the one form the
-    decoder promises (tests/workload.py, docs/source-layer.md).
-    """
-    if value is None:
-        return None
-    info = parse_type(sql_type)
-    base = info.base
-    ok: bool
-    if base in _INT_BASES:
-        ok = type(value) is int
-        if ok and info.unsigned:
-            ok = value >= 0
-    elif base == "decimal":
-        scale = info.args[1] if len(info.args) > 1 else 0
-        ok = isinstance(value, decimal.Decimal) and value.as_tuple().exponent == -scale
-    elif base in ("float", "double"):
-        ok = type(value) is float
-    elif base == "date":
-        ok = (isinstance(value, dt.date) and not isinstance(value, dt.datetime)) or (
-            isinstance(value, str) and value.endswith(("-00", "0000-00-00"))
-        )
-    elif base == "time":
-        ok = isinstance(value, dt.timedelta)
-    elif base == "datetime":
-        ok = (isinstance(value, dt.datetime) and value.tzinfo is None) or (isinstance(value, str) and "-00" in value)
-    elif base == "timestamp":
-        ok = (isinstance(value, dt.datetime) and value.utcoffset() == dt.timedelta(0)) or (
-            isinstance(value, str) and value.startswith("0000-00-00 00:00:00")
-        )
-    elif base in _TEXT_BASES:
-        ok = type(value) is str
-    elif base == "binary":
-        ok = type(value) is bytes and len(value) == info.length
-    elif base in ("uuid", "inet6"):
-        ok = type(value) is bytes and len(value) == 16
-    elif base in _BYTES_BASES:
-        ok = type(value) is bytes
-    elif base == "set":
-        ok = isinstance(value, frozenset) and value <= set(info.args)
-    elif base == "json":
-        if flavor == "mariadb":
-            ok = type(value) is str  # MariaDB: JSON is a LONGTEXT alias, the binlog cannot tell
-        else:  # MySQL's binary JSON: the document as Python objects
-            ok = type(value) in (dict, list, str, int, float, bool)
-    elif base == "vector":
-        ok = type(value) is list and all(type(x) is float for x in value) and len(value) == info.length
-    else:
-        return f"no convention known for {sql_type}"
-    return None if ok else f"{type(value).__name__} {value!r:.120} breaks the convention for {sql_type}"
-
-
-def _image_problems(
-    where: str,
-    image: str,
-    got: dict[str, Any] | None,
-    want: dict[str, Any] | None,
-    types: dict[str, str],
-    flavor: str = "mariadb",
-) -> list[str]:
-    if got is None or want is None:
-        return [] if got is want else [f"{where}: {image} image {'missing' if got is None else 'unexpected'}"]
-    if list(got) != list(want):
-        return [f"{where}: {image} columns {list(got)} != written {list(want)}"]
-    problems = []
-    for name, written in want.items():
-        value = got[name]
-        sql_type = types[name]
-        convention = convention_problem(value, sql_type, flavor)
-        if convention:
-            problems.append(f"{where}: {image}.{name}: {convention}")
-        elif normalize(value, sql_type) != normalize(written, sql_type):
-            problems.append(f"{where}: {image}.{name} ({sql_type}): decoded {value!r:.200} != written {written!r:.200}")
-    return problems
-
-
-def assert_changes_match(decoded: list[Decoded], expected: list[RowChange], result: WorkloadResult) -> None:
-    """Same count, order, tables, kinds, columns and (normalized) values; one GTID per workload transaction."""
-    problems: list[str] = []
-    if len(decoded) != len(expected):
-        problems.append(f"decoded {len(decoded)} row changes, the workload wrote {len(expected)}")
-    txn_gtids: dict[int, str] = {}
-    for i, (got, want) in enumerate(zip(decoded, expected, strict=False)):
-        where = f"change #{i} (txn {want.txn}, {want.kind} {want.table})"
-        if (got.table, got.kind) != (want.table, want.kind):
-            problems.append(f"{where}: decoded {got.kind} {got.table}")
-            continue
-        if txn_gtids.setdefault(want.txn, got.gtid) != got.gtid:
-            problems.append(f"{where}: in GTID {got.gtid}, but its transaction began in {txn_gtids[want.txn]}")
-        types = result.column_types[want.table]
-        flavor = "mysql" if ":" in got.gtid else "mariadb"  # MySQL GTIDs are uuid:gno
-        problems += _image_problems(where, "before", got.before, want.before, types, flavor)
-        problems += _image_problems(where, "after", got.after, want.after, types, flavor)
-    if len(set(txn_gtids.values())) != len(txn_gtids):
-        problems.append(f"two workload transactions share a GTID: {txn_gtids}")
-    assert not problems, f"{len(problems)} mismatches:\n" + "\n".join(problems[:25])
-
-
-async def stream_events(dsn: str, end: tuple[str, int], **start: Any) -> list[Event]:
-    """Every event of a non-blocking stream up to (file, offset) ``end`` (the stream may go further: other
-    tests write to the shared server)."""
-    events: list[Event] = []
-    async with asyncio.timeout(DEADLINE), BinlogStream(dsn, blocking=False, **start) as stream:
-        async for event in stream:
-            if _past(event, end):
-                break
-            events.append(event)
-    return events
-
-
-def _past(event: Event, end: tuple[str, int]) -> bool:
-    """True for a positioned event that starts at or after ``end``. ROTATE events are never past it: they end
-    a file before ``end``'s file, and online their ``file`` is the next one (see
-    test_stream_rotate_event_is_in_the_file_it_ends)."""
-    if event.file is None or event.offset is None or event.flags & LOG_EVENT_ARTIFICIAL_F:
-        return False
-    if isinstance(event, RotateEvent):
-        return False
-    return (os.path.basename(event.file), event.offset) >= end
-
-
 # --- the workloads ---
-
-
-@dataclass
-class Written:
-    db: str
-    result: WorkloadResult
-    gtid_before: str  # @@gtid_binlog_pos just before the workload
-    start: tuple[str, int]  # binlog file and offset just before the workload
-    end: tuple[str, int]  # ... and just after it
-
-
-def write_workload(
-    server: MariaDBServer,
-    db: str,
-    seed: int,
-    *,
-    n_transactions: int,
-    rotate_midway: bool = False,
-    omit_types: Sequence[str] = (),
-    **run: Any,
-) -> Written:
-    """Run ``Workload(seed)`` in a new database ``db``; ``rotate_midway``: FLUSH BINARY LOGS halfway through;
-    ``omit_types``: column base types left out of ``all_types`` on MySQL (``Workload(omit_types=...)``)."""
-    server.drop_database(db)
-    server.create_database(db)
-    gtid_before = server.gtid_binlog_pos()
-    start = server.master_status()
-    conn = server.connect(database=db)
-    try:
-        workload = Workload(seed, omit_types=omit_types)
-        if rotate_midway:
-            workload.run(conn, db, n_transactions // 2, **run)
-            server.flush_binary_logs()
-            n_transactions -= n_transactions // 2
-        result = workload.run(conn, db, n_transactions, **run)
-    finally:
-        conn.close()
-    end = server.master_status()
-    if rotate_midway:
-        assert end[0] > start[0]
-    return Written(db, result, gtid_before, start, end)
 
 
 @pytest.fixture(scope="module")
@@ -499,7 +282,7 @@ async def boundaries(module_server: MariaDBServer) -> Boundaries:
     ):
         last = stream.position
         async for event in stream:
-            if _past(event, w.end):
+            if past_end(event, w.end):
                 break
             events.append(event)
             if initial is None and isinstance(event, MariadbGtidEvent | GtidEvent):

@@ -47,7 +47,7 @@ from mybinlog.protocol._jsonb import JsonDiff
 from mybinlog.protocol._position import BinlogPosition
 from mybinlog.replication import ReplicationSettings, Replicator
 from tests.compare import assert_replica_equal
-from tests.integration.test_live_workload import Decoded, assert_changes_match
+from tests.live import Decoded, assert_changes_match
 from tests.servers import MySQLServer
 from tests.workload import Workload, WorkloadResult, normalize, parse_type
 

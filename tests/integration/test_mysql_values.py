@@ -23,7 +23,7 @@ from mybinlog.ddl import parse_create_table
 from mybinlog.replication import ReplicationSettings, Replicator
 from mybinlog.verification import verify
 from tests.faults import execute as _execute
-from tests.integration.test_snapshot import spark as spark
+from tests.live import spark as spark
 from tests.servers import MariaDBServer
 
 pytestmark = pytest.mark.integration

@@ -33,7 +33,7 @@ import pytest
 
 from tests.compare import assert_replica_equal
 from tests.faults import STREAMING, ReplicateProcess, child_env, create_tables, source_dsn, write
-from tests.integration.test_ha import Member
+from tests.live import Member
 from tests.servers import MariaDBServer
 
 pytestmark = pytest.mark.integration

@@ -11,20 +11,32 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import skip_or_fail
+from tests.live import (
+    catch_up,
+    ch_rows,
+    mysql_rows,
+    open_target_,
+    populate_extra,
+    require_spark,
+    snapshot_meta_exists,
+    snapshot_options,
+    spark_env,
+    verify_replica,
+    wait_mutations,
+)
+from tests.live import spark as spark
 from tests.servers import MariaDBServer
 from tests.workload import Workload
 
@@ -34,29 +46,6 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 # --- fixtures and helpers -----------------------------------------------------------------------------------
-
-
-def _require_spark() -> None:
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        skip_or_fail("pyspark is not installed: run `bash scripts/setup.sh --test`")
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        skip_or_fail("Java (17+) is needed by Spark: apt-get install openjdk-17-jre-headless")
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    """One local Spark session for this module (local[2], no UI)."""
-    _require_spark()
-    from mybinlog.snapshot import spark_session
-
-    session = spark_session("local[2]")
-    session.sparkContext.setLogLevel("ERROR")
-    try:
-        yield session
-    finally:
-        session.stop()
 
 
 class Writer(threading.Thread):
@@ -123,74 +112,13 @@ class Writer(threading.Thread):
             raise self.error
 
 
-def _populate_extra(conn: Any, table: str, ids: list[int], key_type: str = "INT") -> None:
-    with conn.cursor() as cur:
-        cur.execute(f"CREATE TABLE `{table}` (id {key_type} PRIMARY KEY, n INT NOT NULL, pad VARCHAR(30))")
-        for i in range(0, len(ids), 2000):
-            part = ids[i : i + 2000]
-            cur.execute(
-                f"INSERT INTO `{table}` (id, n, pad) VALUES " + ",".join(f"({k}, {k % 7}, 'p{k}')" for k in part)
-            )
-
-
-async def _catch_up(dsn: str, target_url: str, db: str) -> None:
-    from mybinlog.clickhouse import open_target
-    from mybinlog.replication import Replicator
-
-    target = await open_target(target_url)
-    try:
-        await asyncio.wait_for(Replicator(dsn, target, database=db).run(until_caught_up=True), 300)
-    finally:
-        await target.aclose()
-
-
-async def _verify(dsn: str, target_url: str, db: str) -> Any:
-    from mybinlog.verification import verify
-
-    target = await open_target_(target_url)
-    try:
-        return await verify(dsn, target, databases=[db])
-    finally:
-        await target.aclose()
-
-
-async def open_target_(url: str) -> Any:
-    from mybinlog.clickhouse import open_target
-
-    return await open_target(url)
-
-
-async def _ch_rows(target_url: str, sql: str) -> list[list[str | None]]:
-    target = await open_target_(target_url)
-    try:
-        return await target.query(sql)
-    finally:
-        await target.aclose()
-
-
-def _mysql_rows(server: MariaDBServer, db: str, sql: str) -> list[tuple[Any, ...]]:
-    conn = server.connect(database=db)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql)
-            return list(cur.fetchall())
-    finally:
-        conn.close()
-
-
 async def _independent_check(server: MariaDBServer, db: str, target_url: str, table: str) -> None:
     """Counts and sums of the key and an integer column, read separately from both sides."""
-    ((count, ids, ns),) = _mysql_rows(
+    ((count, ids, ns),) = mysql_rows(
         server, db, f"SELECT COUNT(*), COALESCE(SUM(id), 0), COALESCE(SUM(n), 0) FROM `{table}`"
     )
-    rows = await _ch_rows(target_url, f"SELECT count(), sum(id), sum(n) FROM `{db}`.`{table}` FINAL WHERE _sign = 1")
+    rows = await ch_rows(target_url, f"SELECT count(), sum(id), sum(n) FROM `{db}`.`{table}` FINAL WHERE _sign = 1")
     assert [int(x or 0) for x in rows[0]] == [int(count), int(ids), int(ns)]
-
-
-def _snapshot_options(**kwargs: Any) -> Any:
-    from mybinlog.snapshot import SnapshotOptions
-
-    return SnapshotOptions(progress_interval=0.5, **kwargs)
 
 
 # --- tests ----------------------------------------------------------------------------------------------------
@@ -208,10 +136,10 @@ async def test_snapshot_with_concurrent_writer_then_stream_is_equal(
 
     workload = Workload(seed=11, large_values=False)
     workload.run(db_conn, db, n_transactions=40, statements_per_txn=8, ddl_every=0, max_rows_per_statement=12)
-    _populate_extra(db_conn, "dense", list(range(1, 2001)))
+    populate_extra(db_conn, "dense", list(range(1, 2001)))
     rng = random.Random(3)
     sparse = sorted({*range(1, 300), *(rng.randrange(10**6, 10**12) for _ in range(1000))})
-    _populate_extra(db_conn, "sparse", sparse, "BIGINT UNSIGNED")
+    populate_extra(db_conn, "sparse", sparse, "BIGINT UNSIGNED")
     url = clickhouse_server.url()
     writer = Writer(server, db, workload, {"dense": 2500, "sparse": 10**6}, seed=5)
     writer.start()
@@ -220,7 +148,7 @@ async def test_snapshot_with_concurrent_writer_then_stream_is_equal(
         before = writer.transactions
         progress: list[Any] = []
         result = await run_snapshot(
-            _snapshot_options(source=server.repl_dsn, target=url, database=db, chunk_rows=250),
+            snapshot_options(source=server.repl_dsn, target=url, database=db, chunk_rows=250),
             spark=spark,
             on_progress=progress.append,
         )
@@ -234,7 +162,7 @@ async def test_snapshot_with_concurrent_writer_then_stream_is_equal(
         assert result.rows == progress[-1].rows_done
         assert during > 0
         # every chunk recorded its own low watermark; with the writer going they differ
-        watermarks = await _ch_rows(
+        watermarks = await ch_rows(
             url,
             "SELECT uniqExact(file, offset) FROM mybinlog_meta.snapshot_chunks "
             f"WHERE snapshot_id = '{result.snapshot_id}' AND event = 'done'",
@@ -256,9 +184,9 @@ async def test_snapshot_with_concurrent_writer_then_stream_is_equal(
         try:
             writer.wait_for(writer.transactions + 30)
             clickhouse_server.execute(f"ALTER TABLE `{db}`.`dense` DELETE WHERE id BETWEEN 500 AND 1499")
-            await _wait_mutations(url, db)
+            await wait_mutations(url, db)
             backfill = await run_snapshot(
-                _snapshot_options(
+                snapshot_options(
                     source=server.repl_dsn, target=url, database=db, tables=("dense",), key_range=("500", "1499")
                 ),
                 spark=spark,
@@ -273,21 +201,12 @@ async def test_snapshot_with_concurrent_writer_then_stream_is_equal(
             await target.aclose()
     finally:
         writer.finish()
-    await _catch_up(server.repl_dsn, url, db)
-    report = await _verify(server.repl_dsn, url, db)
+    await catch_up(server.repl_dsn, url, db)
+    report = await verify_replica(server.repl_dsn, url, db)
     assert report.equal, report.render_text()
     for table in ("dense", "sparse"):
         await _independent_check(server, db, url, table)
     clickhouse_server.execute(f"DROP DATABASE IF EXISTS `{db}`")
-
-
-async def _wait_mutations(url: str, db: str) -> None:
-    for _ in range(3000):
-        rows = await _ch_rows(url, f"SELECT count() FROM system.mutations WHERE database = '{db}' AND is_done = 0")
-        if int(rows[0][0] or 0) == 0:
-            return
-        await asyncio.sleep(0.02)  # polling the server's mutation state
-    raise AssertionError("ClickHouse mutation did not finish")
 
 
 async def test_snapshot_string_and_composite_keys_into_chdb(
@@ -375,7 +294,7 @@ async def test_snapshot_string_and_composite_keys_into_chdb(
             down = closed.getsockname()[1]
         listed = server.repl_dsn.replace("@", f"@127.0.0.1:{down},", 1)
         result = await run_snapshot(
-            _snapshot_options(source=listed, target=f"chdb://{chdb_dir}", database=db, chunk_rows=300),
+            snapshot_options(source=listed, target=f"chdb://{chdb_dir}", database=db, chunk_rows=300),
             spark=spark,
         )
         assert result.kind == "initial"
@@ -387,23 +306,14 @@ async def test_snapshot_string_and_composite_keys_into_chdb(
         workload_writer.finish()
     assert not errors, errors
     url = str(chdb_dir)
-    await _catch_up(server.repl_dsn, url, db)
-    report = await _verify(server.repl_dsn, url, db)
+    await catch_up(server.repl_dsn, url, db)
+    report = await verify_replica(server.repl_dsn, url, db)
     assert report.equal, report.render_text()
     target = await open_target_(url)
     try:
         await target.execute(f"DROP DATABASE IF EXISTS `{db}`")
     finally:
         await target.aclose()
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    env["PYSPARK_PYTHON"] = sys.executable
-    env["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    env.pop("MYBINLOG_PASSWORD", None)
-    return env
 
 
 async def test_spark_submit_killed_then_resumed_is_equal(
@@ -417,7 +327,7 @@ async def test_spark_submit_killed_then_resumed_is_equal(
     spark_submit = Path(sys.executable).with_name("spark-submit")
     if not spark_submit.exists():
         skip_or_fail(f"spark-submit not found next to {sys.executable} (pyspark installs it)")
-    _populate_extra(db_conn, "big", list(range(1, 6001)))
+    populate_extra(db_conn, "big", list(range(1, 6001)))
     url = clickhouse_server.url()
     hold = tmp_path / "hold"
     hold.touch()
@@ -454,14 +364,14 @@ async def test_spark_submit_killed_then_resumed_is_equal(
         out_path, err_path = tmp_path / "job.out", tmp_path / "job.err"
         with out_path.open("wb") as out_file, err_path.open("wb") as err_file:
             proc = subprocess.Popen(  # noqa: ASYNC220 - a long-running child, polled below
-                cmd, stdout=out_file, stderr=err_file, env=_env(), start_new_session=True, cwd=tmp_path
+                cmd, stdout=out_file, stderr=err_file, env=spark_env(), start_new_session=True, cwd=tmp_path
             )
         # chunks 0-3 finish; the two tasks then hold in chunks >= 4 after their first batch
         for _ in range(6000):
             if proc.poll() is not None:
                 break
-            if await _meta_exists(url):
-                rows = await _ch_rows(
+            if await snapshot_meta_exists(url):
+                rows = await ch_rows(
                     url,
                     "SELECT countIf(event = 'done'), uniqExactIf(chunk, event = 'rows' AND chunk >= 4) "
                     f"FROM mybinlog_meta.snapshot_chunks WHERE snapshot_id = '{snapshot_id}'",
@@ -477,14 +387,14 @@ async def test_spark_submit_killed_then_resumed_is_equal(
         assert f"snapshot {snapshot_id}: " in err_path.read_text()
         assert out_path.read_text() == ""
         writer.wait_for(writer.transactions + 20)
-        done_before = await _ch_rows(
+        done_before = await ch_rows(
             url,
             "SELECT uniqExactIf(chunk, event = 'done') FROM mybinlog_meta.snapshot_chunks "
             f"WHERE snapshot_id = '{snapshot_id}'",
         )
         assert int(done_before[0][0] or 0) == 4
         result = await run_snapshot(
-            _snapshot_options(source=server.repl_dsn, target=url, database=db, resume="latest"), spark=spark
+            snapshot_options(source=server.repl_dsn, target=url, database=db, resume="latest"), spark=spark
         )
         assert result.snapshot_id == snapshot_id
         assert result.chunks_skipped == 4
@@ -496,18 +406,11 @@ async def test_spark_submit_killed_then_resumed_is_equal(
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=60)
         writer.finish()
-    await _catch_up(server.repl_dsn, url, db)
-    report = await _verify(server.repl_dsn, url, db)
+    await catch_up(server.repl_dsn, url, db)
+    report = await verify_replica(server.repl_dsn, url, db)
     assert report.equal, report.render_text()
     await _independent_check(server, db, url, "big")
     clickhouse_server.execute(f"DROP DATABASE IF EXISTS `{db}`")
-
-
-async def _meta_exists(url: str) -> bool:
-    rows = await _ch_rows(
-        url, "SELECT count() FROM system.tables WHERE database = 'mybinlog_meta' AND name = 'snapshot_chunks'"
-    )
-    return int(rows[0][0] or 0) > 0
 
 
 async def test_ddl_during_snapshot_fails_clearly(
@@ -517,13 +420,13 @@ async def test_ddl_during_snapshot_fails_clearly(
     from mybinlog.clickhouse import load_checkpoint, open_target
     from mybinlog.snapshot import run_snapshot
 
-    _populate_extra(db_conn, "t", list(range(1, 3001)))
+    populate_extra(db_conn, "t", list(range(1, 3001)))
     url = clickhouse_server.url()
     hold = tmp_path / "hold"
     hold.touch()
     job = asyncio.create_task(
         run_snapshot(
-            _snapshot_options(
+            snapshot_options(
                 source=server.repl_dsn,
                 target=url,
                 database=db,
@@ -539,8 +442,8 @@ async def test_ddl_during_snapshot_fails_clearly(
         for _ in range(6000):
             if job.done():
                 break
-            if await _meta_exists(url):
-                rows = await _ch_rows(
+            if await snapshot_meta_exists(url):
+                rows = await ch_rows(
                     url,
                     "SELECT countIf(event = 'rows' AND chunk >= 2) FROM mybinlog_meta.snapshot_chunks "
                     f"WHERE snapshot_id = '{db}-ddl'",
@@ -560,7 +463,7 @@ async def test_ddl_during_snapshot_fails_clearly(
 
         ddl = asyncio.ensure_future(asyncio.to_thread(alter))
         for _ in range(6000):
-            waiting = _mysql_rows(
+            waiting = mysql_rows(
                 server, db, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'ALTER TABLE t %'"
             )
             if waiting[0][0] or ddl.done():
@@ -598,7 +501,7 @@ _stop_spark_context(sc)
 def test_class_archive_is_written_once_then_mapped_by_the_next_jvm(tmp_path: Path) -> None:
     """The first context the snapshot starts writes the class archive when its JVM exits; it is published only
     then (complete), and the next command's JVM maps it and runs Spark jobs as before."""
-    _require_spark()
+    require_spark()
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
     for key in ("MYBINLOG_SPARK_JAVA_OPTIONS", "MYBINLOG_SPARK_CLASS_ARCHIVE"):
         env.pop(key, None)
@@ -641,7 +544,7 @@ def test_class_archive_is_written_once_then_mapped_by_the_next_jvm(tmp_path: Pat
 
 def test_a_jvm_that_rejects_the_archive_options_starts_without_them(tmp_path: Path) -> None:
     """Another JDK may not know an option of the class archive: the snapshot's Spark still starts."""
-    _require_spark()
+    require_spark()
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
     for key in ("MYBINLOG_SPARK_JAVA_OPTIONS", "MYBINLOG_SPARK_CLASS_ARCHIVE"):
         env.pop(key, None)

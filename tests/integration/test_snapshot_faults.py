@@ -27,18 +27,18 @@ from typing import Any
 import pytest
 
 from tests.conftest import skip_or_fail
-from tests.integration.test_snapshot import (
+from tests.live import (
     REPO,
-    _catch_up,
-    _ch_rows,
-    _env,
-    _meta_exists,
-    _mysql_rows,
-    _populate_extra,
-    _require_spark,
-    _snapshot_options,
-    _verify,
-    _wait_mutations,
+    catch_up,
+    ch_rows,
+    mysql_rows,
+    populate_extra,
+    require_spark,
+    snapshot_meta_exists,
+    snapshot_options,
+    spark_env,
+    verify_replica,
+    wait_mutations,
 )
 from tests.servers import REPL_PASSWORD, MariaDBServer
 
@@ -51,7 +51,7 @@ PROGRESS = re.compile(r"snapshot (\S+): ([\d,]+)/~[\d,]+ rows \([^)]*\), chunks 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
     """One local Spark session for this module (local[2], no UI)."""
-    _require_spark()
+    require_spark()
     from mybinlog.snapshot import spark_session
 
     session = spark_session("local[2]")
@@ -63,7 +63,7 @@ def spark() -> Iterator[Any]:
 
 
 def _spark_submit() -> Path:
-    _require_spark()
+    require_spark()
     path = Path(sys.executable).with_name("spark-submit")
     if not path.exists():
         skip_or_fail(f"spark-submit not found next to {sys.executable} (pyspark installs it)")
@@ -78,10 +78,10 @@ def _text(value: Any) -> str:
 async def _same_rows(server: MariaDBServer, db: str, target_url: str, table: str, columns: list[str]) -> int:
     """Compare the table row by row (every column, as text) with its replica's alive rows; returns the row count."""
     cols = ", ".join(f"`{c}`" for c in columns)
-    source = sorted(tuple(_text(v) for v in row) for row in _mysql_rows(server, db, f"SELECT {cols} FROM `{table}`"))
+    source = sorted(tuple(_text(v) for v in row) for row in mysql_rows(server, db, f"SELECT {cols} FROM `{table}`"))
     replica = sorted(
         tuple(_text(v) for v in row)
-        for row in await _ch_rows(target_url, f"SELECT {cols} FROM `{db}`.`{table}` FINAL WHERE _sign = 1")
+        for row in await ch_rows(target_url, f"SELECT {cols} FROM `{db}`.`{table}` FINAL WHERE _sign = 1")
     )
     assert len(replica) == len(source)
     missing = sorted(set(source) - set(replica))[:5]
@@ -121,11 +121,11 @@ async def test_spark_submit_into_chdb_killed_then_resumed_reuses_its_spool(
     server: MariaDBServer, db: str, db_conn: Any, tmp_path: Path
 ) -> None:
     spark_submit = _spark_submit()
-    _populate_extra(db_conn, "big", list(range(1, 4001)))  # 8 chunks of 500 rows
+    populate_extra(db_conn, "big", list(range(1, 4001)))  # 8 chunks of 500 rows
     chdb_dir = tmp_path / "ch"
     tmp = tmp_path / "tmp"  # the jobs' temporary directory (TMPDIR)
     tmp.mkdir()
-    env = {**_env(), "TMPDIR": str(tmp)}
+    env = {**spark_env(), "TMPDIR": str(tmp)}
     snapshot_id = f"{db}-spool"
     spool = tmp / f"mybinlog-spool-{os.getuid()}" / snapshot_id
 
@@ -243,9 +243,9 @@ async def test_spark_submit_into_chdb_killed_then_resumed_reuses_its_spool(
     assert not spool.exists()
 
     url = str(chdb_dir)
-    await _catch_up(server.repl_dsn, url, db)
+    await catch_up(server.repl_dsn, url, db)
     assert await _same_rows(server, db, url, "big", ["id", "n", "pad"]) > 3000
-    report = await _verify(server.repl_dsn, url, db)
+    report = await verify_replica(server.repl_dsn, url, db)
     assert report.equal, report.render_text()
 
 
@@ -266,8 +266,8 @@ async def test_new_initial_snapshot_replaces_what_a_killed_one_left(
     from mybinlog.snapshot import run_snapshot
     from mybinlog.snapshot._state import StateStore
 
-    _populate_extra(db_conn, "big", list(range(1, 3001)))  # chunks 0-5
-    _populate_extra(db_conn, "small", list(range(1, 201)))  # chunk 6: never reached by the killed run
+    populate_extra(db_conn, "big", list(range(1, 3001)))  # chunks 0-5
+    populate_extra(db_conn, "small", list(range(1, 201)))  # chunk 6: never reached by the killed run
     url = clickhouse_server.url()
     killed_id = f"{db}-killed"
     hold = tmp_path / "hold"
@@ -301,14 +301,14 @@ async def test_new_initial_snapshot_replaces_what_a_killed_one_left(
                 ],
                 stdout=subprocess.DEVNULL,
                 stderr=err_file,
-                env=_env(),
+                env=spark_env(),
                 start_new_session=True,
                 cwd=tmp_path,
             )
         deadline = time.monotonic() + 300
         while proc.poll() is None and time.monotonic() < deadline:
-            if await _meta_exists(url):
-                rows = await _ch_rows(
+            if await snapshot_meta_exists(url):
+                rows = await ch_rows(
                     url,
                     "SELECT countIf(event = 'done'), uniqExactIf(chunk, event = 'rows' AND chunk >= 2) "
                     f"FROM mybinlog_meta.snapshot_chunks WHERE snapshot_id = '{killed_id}'",
@@ -321,9 +321,9 @@ async def test_new_initial_snapshot_replaces_what_a_killed_one_left(
     finally:
         if proc is not None and proc.poll() is None:
             _kill(proc)
-    left = await _ch_rows(url, f"SELECT count() FROM `{db}`.big")
+    left = await ch_rows(url, f"SELECT count() FROM `{db}`.big")
     assert 1000 < int(left[0][0] or 0) < 3000  # the killed run left part of big, nothing of small
-    assert await _ch_rows(url, f"SELECT count() FROM `{db}`.small") == [["0"]]
+    assert await ch_rows(url, f"SELECT count() FROM `{db}`.small") == [["0"]]
 
     # the source changes shape and rows; the killed snapshot can no longer be resumed
     _execute(
@@ -338,13 +338,13 @@ async def test_new_initial_snapshot_replaces_what_a_killed_one_left(
     )
     with pytest.raises(SnapshotError, match="changed since the snapshot started"):
         await run_snapshot(
-            _snapshot_options(source=server.repl_dsn, target=url, database=db, resume=killed_id), spark=spark
+            snapshot_options(source=server.repl_dsn, target=url, database=db, resume=killed_id), spark=spark
         )
 
     # refused: another replica has no unfinished snapshot that wrote these rows
     with pytest.raises(SnapshotError, match=rf"{db}\.big already holds rows"):
         await run_snapshot(
-            _snapshot_options(source=server.repl_dsn, target=url, database=db, replica=f"{db}_other"),
+            snapshot_options(source=server.repl_dsn, target=url, database=db, replica=f"{db}_other"),
             spark=spark,
         )
     # refused: a row the killed snapshot did not write (a streamed row's version)
@@ -352,14 +352,14 @@ async def test_new_initial_snapshot_replaces_what_a_killed_one_left(
         f"INSERT INTO `{db}`.big (id, n, pad, _sign, _version) VALUES (999999, 0, 'not from the snapshot', 1, 2)"
     )
     with pytest.raises(SnapshotError, match=rf"{db}\.big already holds rows"):
-        await run_snapshot(_snapshot_options(source=server.repl_dsn, target=url, database=db), spark=spark)
+        await run_snapshot(snapshot_options(source=server.repl_dsn, target=url, database=db), spark=spark)
     clickhouse_server.execute(f"ALTER TABLE `{db}`.big DELETE WHERE id = 999999")
-    await _wait_mutations(url, db)
+    await wait_mutations(url, db)
 
     # a new initial snapshot: no --resume, no --recreate
     with caplog.at_level(logging.WARNING, logger="mybinlog.snapshot"):
         result = await run_snapshot(
-            _snapshot_options(source=server.repl_dsn, target=url, database=db, chunk_rows=700), spark=spark
+            snapshot_options(source=server.repl_dsn, target=url, database=db, chunk_rows=700), spark=spark
         )
     assert result.kind == "initial"
     assert result.checkpoint_saved
@@ -380,7 +380,7 @@ async def test_new_initial_snapshot_replaces_what_a_killed_one_left(
         await target.aclose()
     with pytest.raises(SnapshotError, match="cannot be resumed"):
         await run_snapshot(
-            _snapshot_options(source=server.repl_dsn, target=url, database=db, resume=killed_id), spark=spark
+            snapshot_options(source=server.repl_dsn, target=url, database=db, resume=killed_id), spark=spark
         )
 
     # the stream takes over: more changes, then `mybinlog replicate --once` in a child process
@@ -408,14 +408,14 @@ async def test_new_initial_snapshot_replaces_what_a_killed_one_left(
             "--once",
         ],
         capture_output=True,
-        env=_env(),
+        env=spark_env(),
         cwd=tmp_path,
         timeout=300,
     )
     assert replicate.returncode == 0, replicate.stderr.decode(errors="replace")[-3000:]
     assert await _same_rows(server, db, url, "big", ["id", "n", "pad", "extra"]) > 2500
     assert await _same_rows(server, db, url, "small", ["id", "n", "pad", "extra"]) > 100
-    report = await _verify(server.repl_dsn, url, db)
+    report = await verify_replica(server.repl_dsn, url, db)
     assert report.equal, report.render_text()
     clickhouse_server.execute(f"DROP DATABASE IF EXISTS `{db}`")
 
@@ -445,14 +445,14 @@ async def test_a_killed_replicate_load_is_replaced_and_snapshot_and_replicate_ex
         source_dsn(server), server.repl_password, url, "lk", *args, env=env, failpoints="load.after_rows=2"
     ) as rep:
         assert rep.wait_exit() == -9, rep.tail()
-    (count,) = (await _ch_rows(clickhouse_server.url(), "SELECT count() FROM " + load + ".t1"))[0]
+    (count,) = (await ch_rows(clickhouse_server.url(), "SELECT count() FROM " + load + ".t1"))[0]
     assert int(count or 0) > 0  # the killed load left rows behind
     write(server, "lk", 1, 5)
     hold = tmp_path / "hold"
     hold.touch()
     job = asyncio.create_task(
         run_snapshot(
-            _snapshot_options(
+            snapshot_options(
                 source=server.repl_dsn,
                 target=clickhouse_server.url(),
                 database="lk",
@@ -469,8 +469,8 @@ async def test_a_killed_replicate_load_is_replaced_and_snapshot_and_replicate_ex
     try:
         for _ in range(6000):  # until the snapshot is copying (it holds the replica's lock by then)
             assert not job.done(), job.result()
-            if await _meta_exists(clickhouse_server.url()):
-                rows = await _ch_rows(
+            if await snapshot_meta_exists(clickhouse_server.url()):
+                rows = await ch_rows(
                     clickhouse_server.url(),
                     "SELECT count() FROM mybinlog_meta.snapshot_chunks "
                     f"WHERE snapshot_id = '{held}' AND event = 'rows'",

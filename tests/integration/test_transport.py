@@ -13,7 +13,6 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
 import uuid
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -44,8 +43,7 @@ from mybinlog.source._connection import (
     translate_server_error,
 )
 from mybinlog.source._dsn import DSN
-from mybinlog.testing._mysql import find_mysql
-from tests.conftest import skip_or_fail
+from tests.live import make_certificate, server_readable_dir
 from tests.servers import MariaDBServer
 
 ROTATE = 4
@@ -646,47 +644,6 @@ async def test_server_shutdown_hang_and_kill_mid_stream_are_connection_errors(fr
 
 
 # -- TLS ------------------------------------------------------------------------------------------------------
-
-
-def make_certificate(directory: Path) -> tuple[Path, Path]:
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        skip_or_fail("openssl is not installed; it is needed to make a test certificate")
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    subprocess.run(
-        [
-            openssl,
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=127.0.0.1",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return cert, key
-
-
-def server_readable_dir(server_kind: str, tmp_path: Path) -> tuple[Path, Callable[[Path], str]]:
-    """A directory the server of this flavour can read files from, and how the server names a path in it: a
-    chrooted mysqld sees only its root (a certificate it cannot read leaves it without TLS, and MySQL starts
-    anyway)."""
-    if server_kind == "mysql":
-        binaries = find_mysql()
-        if binaries is not None:
-            return binaries.scratch_dir("mybinlog-tls-"), binaries.inside
-    return tmp_path, str
 
 
 @pytest.fixture

@@ -31,8 +31,8 @@ from mybinlog.protocol._events import (
 )
 from mybinlog.protocol._format import event_to_json
 from mybinlog.source._files import read_binlog_file
+from tests.builders import type_code_of
 from tests.corpus import binlog_files
-from tests.unit.test_event_vectors import type_code_of
 
 COMPANION_SUFFIXES = (".sql", ".txt")
 

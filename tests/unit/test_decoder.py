@@ -27,40 +27,25 @@ from mybinlog.protocol._events import (
     WriteRowsEvent,
     XidEvent,
 )
-from tests.unit.test_event_vectors import MYSQL8_POST_HEADERS, _packed, event, fde_event, table_map_body
+from tests.builders import (
+    MYSQL8_POST_HEADERS,
+    encode_packed_int,
+    event,
+    fde_event,
+    mariadb_decoder,
+    mysql_decoder,
+    optional,
+    rows_body,
+    table_map_body,
+)
 
 LONG = ColumnType.LONG
 VARCHAR = ColumnType.VARCHAR
 
 
-def mysql_decoder(*, crc: bool = True, file: str | None = None) -> EventDecoder:
-    dec = EventDecoder(file=file)
-    dec.decode(fde_event("8.0.36", MYSQL8_POST_HEADERS, 1 if crc else 0), 4)
-    assert dec.checksum is crc
-    return dec
-
-
-def mariadb_decoder() -> EventDecoder:
-    dec = EventDecoder()
-    dec.decode(fde_event("10.11.6-MariaDB-log", MYSQL8_POST_HEADERS, 1), 4)
-    return dec
-
-
 def query_body(sql: str, schema: str = "db") -> bytes:
     # thread_id, exec_time, schema length, error code, status-vars length (0), schema NUL, statement
     return struct.pack("<IIBHH", 7, 0, len(schema), 0, 0) + schema.encode() + b"\0" + sql.encode()
-
-
-def optional(kind: int, payload: bytes) -> bytes:
-    return bytes([kind]) + _packed(len(payload)) + payload
-
-
-def rows_body(table_id: int, ncols: int, present: bytes, rows: bytes, *, extra: bytes = b"",
-              present_after: bytes | None = None) -> bytes:
-    """A v2 rows event body (WRITE/DELETE; UPDATE when ``present_after`` is given)."""
-    body = table_id.to_bytes(6, "little") + b"\x01\x00" + struct.pack("<H", 2 + len(extra)) + extra
-    body += _packed(ncols) + present + (present_after if present_after is not None else b"")
-    return body + rows
 
 
 def int_varchar_table(table_id: int = 5, *, name: str = "t", metadata: bytes = b"") -> bytes:
@@ -233,14 +218,23 @@ def test_gtid_list_decodes() -> None:
 
 def test_transaction_payload_inner_event_running_past_the_payload() -> None:
     inner = event(EventType.XID_EVENT, struct.pack("<Q", 1))[:-2]  # header says 27 bytes, 25 present
-    tlv = b"\x01\x01" + _packed(len(inner)) + b"\x02\x03" + _packed(255) + b"\x00"  # compression 255 = none
+    tlv = (
+        b"\x01\x01" + encode_packed_int(len(inner)) + b"\x02\x03" + encode_packed_int(255) + b"\x00"
+    )  # compression 255 = none
     with pytest.raises(TruncatedError, match="TRANSACTION_PAYLOAD"):
         mysql_decoder().decode(event(EventType.TRANSACTION_PAYLOAD_EVENT, tlv + inner, crc=True), 500)
 
 
 def test_transaction_payload_uncompressed_inner_events() -> None:
     inner = event(EventType.QUERY_EVENT, query_body("BEGIN")) + event(EventType.XID_EVENT, struct.pack("<Q", 3))
-    tlv = b"\x01" + _packed(len(_packed(len(inner)))) + _packed(len(inner)) + b"\x02\x03" + _packed(255) + b"\x00"
+    tlv = (
+        b"\x01"
+        + encode_packed_int(len(encode_packed_int(len(inner))))
+        + encode_packed_int(len(inner))
+        + b"\x02\x03"
+        + encode_packed_int(255)
+        + b"\x00"
+    )
     ev = mysql_decoder().decode(event(EventType.TRANSACTION_PAYLOAD_EVENT, tlv + inner, crc=True), 500)
     assert [type(e) for e in ev.events] == [QueryEvent, XidEvent]  # type: ignore[attr-defined]
     assert all(e.in_payload and e.offset is None for e in ev.events)  # type: ignore[attr-defined]
@@ -347,11 +341,13 @@ def test_table_id_is_remapped_to_a_new_table() -> None:
 
 
 def test_primary_key_keeps_key_order_and_prefixes() -> None:
-    meta = optional(9, _packed(1) + _packed(0) + _packed(0) + _packed(10))  # PRIMARY KEY (c1, c0(10))
+    meta = optional(
+        9, encode_packed_int(1) + encode_packed_int(0) + encode_packed_int(0) + encode_packed_int(10)
+    )  # PRIMARY KEY (c1, c0(10))
     ev = EventDecoder().decode(event(EventType.TABLE_MAP_EVENT, int_varchar_table(metadata=meta)))
     assert ev.table.primary_key == (1, 0)  # type: ignore[attr-defined]
     assert ev.table.primary_key_prefixes == (0, 10)  # type: ignore[attr-defined]
-    simple = optional(8, _packed(1) + _packed(0))
+    simple = optional(8, encode_packed_int(1) + encode_packed_int(0))
     ev = EventDecoder().decode(event(EventType.TABLE_MAP_EVENT, int_varchar_table(metadata=simple)))
     assert ev.table.primary_key == (1, 0)
     assert ev.table.primary_key_prefixes == (0, 0)  # type: ignore[attr-defined]
@@ -361,7 +357,7 @@ def test_primary_key_keeps_key_order_and_prefixes() -> None:
 def _geometry_varchar_table() -> bytes:
     # (g GEOMETRY, s VARCHAR(40)) with per-column charsets binary, utf8mb4_general_ci
     body = table_map_body(9, "db", "geo", [ColumnType.GEOMETRY, VARCHAR], [4, 40], b"\x03")
-    return body + optional(3, _packed(63) + _packed(45))
+    return body + optional(3, encode_packed_int(63) + encode_packed_int(45))
 
 
 def test_mariadb_charset_list_includes_geometry() -> None:
@@ -401,7 +397,7 @@ def test_signedness_bitmap_and_year_per_flavor(flavor: str, signedness: bytes) -
 
 def test_vector_dimension_from_optional_metadata() -> None:
     body = table_map_body(4, "db", "v", [ColumnType.LONGLONG, ColumnType.VECTOR], [0, 4], b"\x03")
-    ev = EventDecoder().decode(event(EventType.TABLE_MAP_EVENT, body + optional(13, _packed(3))))
+    ev = EventDecoder().decode(event(EventType.TABLE_MAP_EVENT, body + optional(13, encode_packed_int(3))))
     assert [c.vector_dimension for c in ev.table.columns] == [None, 3]  # type: ignore[attr-defined]
 
 
@@ -410,8 +406,12 @@ def test_extra_row_info_partition_ids() -> None:
     dec.decode(event(EventType.TABLE_MAP_EVENT, int_varchar_table()))
     write = dec.decode(event(EventType.WRITE_ROWS_EVENT, rows_body(5, 2, b"\x03", b"\x03", extra=b"\x01\x03\x00")))
     assert (write.partition_id, write.source_partition_id) == (3, None)  # type: ignore[attr-defined]
-    update = dec.decode(event(EventType.UPDATE_ROWS_EVENT, rows_body(
-        5, 2, b"\x03", b"\x03\x03", extra=b"\x01\x01\x00\x03\x00", present_after=b"\x03")))
+    update = dec.decode(
+        event(
+            EventType.UPDATE_ROWS_EVENT,
+            rows_body(5, 2, b"\x03", b"\x03\x03", extra=b"\x01\x01\x00\x03\x00", present_after=b"\x03"),
+        )
+    )
     assert (update.partition_id, update.source_partition_id) == (1, 3)  # type: ignore[attr-defined]
     assert update.rows == [((None, None), (None, None))]  # type: ignore[attr-defined]
     plain = dec.decode(event(EventType.WRITE_ROWS_EVENT, rows_body(5, 2, b"\x03", b"\x03")))

@@ -17,9 +17,7 @@ import pytest
 from mybinlog.protocol import _format
 from mybinlog.protocol._accel import jsonl_speedups
 from mybinlog.protocol._constants import ColumnType, EventType
-from tests.unit.test_decoder import mysql_decoder, rows_body
-from tests.unit.test_event_vectors import event, table_map_body
-from tests.unit.test_values import WIDE, encode_decimal
+from tests.builders import WIDE, encode_decimal, event, mysql_decoder, rows_body, table_map_body
 
 
 def _fixed(unscaled: int, scale: int) -> str:
@@ -46,13 +44,17 @@ CASES = _cases()
 
 
 def _events(precision: int, scale: int, unscaled: list[int]) -> list[bytes]:
-    body = table_map_body(6, "db", "d", [ColumnType.LONG, ColumnType.NEWDECIMAL], [0, precision << 8 | scale],
-                          b"\x03")
-    rows = b"".join(b"\x00" + n.to_bytes(4, "little", signed=True) + encode_decimal(Decimal(u).scaleb(-scale, WIDE),
-                                                                                      precision, scale)
-                    for n, u in enumerate(unscaled))
-    return [event(EventType.TABLE_MAP_EVENT, body, crc=True),
-            event(EventType.WRITE_ROWS_EVENT, rows_body(6, 2, b"\x03", rows), crc=True)]
+    body = table_map_body(6, "db", "d", [ColumnType.LONG, ColumnType.NEWDECIMAL], [0, precision << 8 | scale], b"\x03")
+    rows = b"".join(
+        b"\x00"
+        + n.to_bytes(4, "little", signed=True)
+        + encode_decimal(Decimal(u).scaleb(-scale, WIDE), precision, scale)
+        for n, u in enumerate(unscaled)
+    )
+    return [
+        event(EventType.TABLE_MAP_EVENT, body, crc=True),
+        event(EventType.WRITE_ROWS_EVENT, rows_body(6, 2, b"\x03", rows), crc=True),
+    ]
 
 
 def _by_precision_scale() -> dict[tuple[int, int], list[int]]:

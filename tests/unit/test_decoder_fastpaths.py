@@ -32,10 +32,19 @@ from mybinlog.protocol._events import Event, RowsEvent, TableMapEvent
 from mybinlog.protocol._format import _json_default, event_to_json
 from mybinlog.protocol._jsonb import JsonDiff, JsonOpaque
 from mybinlog.protocol._table import SIGNEDNESS_TYPES
+from tests.builders import (
+    encode_datetime2,
+    encode_decimal,
+    encode_packed_int,
+    encode_timestamp2,
+    event,
+    mariadb_decoder,
+    mysql_decoder,
+    optional,
+    rows_body,
+    table_map_body,
+)
 from tests.corpus import binlog_files
-from tests.unit.test_decoder import mariadb_decoder, mysql_decoder, optional, rows_body
-from tests.unit.test_event_vectors import _packed, event, table_map_body
-from tests.unit.test_values import encode_datetime2, encode_decimal, encode_timestamp2
 
 CT = ColumnType
 
@@ -144,8 +153,11 @@ _INTS: dict[int, int] = {CT.TINY: 1, CT.SHORT: 2, CT.LONG: 4, CT.LONGLONG: 8}
 
 @st.composite
 def _column(draw: st.DrawFn) -> tuple[int, int, bool]:
-    kind = draw(st.sampled_from(["int", "int", "float", "double", "year", "int24", "decimal", "datetime2",
-                                 "timestamp2", "varchar"]))
+    kind = draw(
+        st.sampled_from(
+            ["int", "int", "float", "double", "year", "int24", "decimal", "datetime2", "timestamp2", "varchar"]
+        )
+    )
     unsigned = draw(st.booleans())
     if kind == "int":
         return draw(st.sampled_from(list(_INTS))), 0, unsigned
@@ -235,7 +247,7 @@ def _table_event(cols: list[tuple[int, int, bool]]) -> bytes:
         if u:
             bits |= 0x80 >> (k % 8) << (8 * (k // 8))
     signedness = bits.to_bytes((len(numeric) + 7) // 8, "little") if numeric else b""
-    charset = optional(2, _packed(45))  # DEFAULT_CHARSET utf8mb4_general_ci
+    charset = optional(2, encode_packed_int(45))  # DEFAULT_CHARSET utf8mb4_general_ci
     return event(EventType.TABLE_MAP_EVENT, body + optional(1, signedness) + charset, crc=True)
 
 
@@ -248,8 +260,11 @@ def _tables(draw: st.DrawFn) -> tuple[list[tuple[int, int, bool]], list[tuple[li
     cols = draw(st.lists(_column(), min_size=1, max_size=12))
     rows = []
     for _ in range(draw(st.integers(1, 3))):
-        nulls = draw(st.lists(st.booleans(), min_size=len(cols), max_size=len(cols))) if draw(
-            st.booleans()) else [False] * len(cols)
+        nulls = (
+            draw(st.lists(st.booleans(), min_size=len(cols), max_size=len(cols)))
+            if draw(st.booleans())
+            else [False] * len(cols)
+        )
         rows.append((nulls, [b"" if null else _value(draw, c) for c, null in zip(cols, nulls, strict=True)]))
     return cols, rows
 
@@ -390,8 +405,9 @@ _ODD_VALUES: list[Any] = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("type_code", sorted({1, 2, 3, 4, 5, 7, 8, 9, 10, 12, 13, 15, 16, 17, 18, 245, 246, 247,
-                                               248, 252, 253, 254, 255}))
+@pytest.mark.parametrize(
+    "type_code", sorted({1, 2, 3, 4, 5, 7, 8, 9, 10, 12, 13, 15, 16, 17, 18, 245, 246, 247, 248, 252, 253, 254, 255})
+)
 def test_json_row_formatter_handles_any_value_in_any_column(type_code: int) -> None:
     from mybinlog.protocol._format import _row, _row_formatter
 
@@ -413,8 +429,15 @@ def test_fast_rows_path_matches_the_handler_for_any_column_count(ncols: int) -> 
     nb = (ncols + 7) // 8
     image = b"\x00" * nb + bytes(range(ncols % 256)) if ncols else b""
     body = rows_body(3, ncols, b"\xff" * nb, image)
-    raws = [tm, event(EventType.WRITE_ROWS_EVENT, body, crc=True), event(EventType.UPDATE_ROWS_EVENT, rows_body(
-        3, ncols, b"\xff" * nb, image + image, present_after=b"\xff" * nb), crc=True)]
+    raws = [
+        tm,
+        event(EventType.WRITE_ROWS_EVENT, body, crc=True),
+        event(
+            EventType.UPDATE_ROWS_EVENT,
+            rows_body(3, ncols, b"\xff" * nb, image + image, present_after=b"\xff" * nb),
+            crc=True,
+        ),
+    ]
     fast: list[Event] = []
     mysql_decoder().decode_batch(raws, fast, [100, 200, 300])
     slow_decoder = mysql_decoder()

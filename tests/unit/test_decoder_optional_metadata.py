@@ -27,8 +27,7 @@ from hypothesis import strategies as st
 
 from mybinlog.protocol._accel import speedups
 from mybinlog.protocol._constants import ColumnType, EventType
-from tests.unit.test_decoder import mariadb_decoder, mysql_decoder, optional, rows_body
-from tests.unit.test_event_vectors import _packed, event, table_map_body
+from tests.builders import encode_packed_int, event, mariadb_decoder, mysql_decoder, optional, rows_body, table_map_body
 
 CT = ColumnType
 
@@ -82,20 +81,23 @@ def _charset_field(collations: list[int], default_kind: int, column_kind: int, u
         return b""
     if use_default:
         default = Counter(collations).most_common(1)[0][0]
-        payload = _packed(default)
+        payload = encode_packed_int(default)
         for index, coll in enumerate(collations):
             if coll != default:
-                payload += _packed(index) + _packed(coll)
+                payload += encode_packed_int(index) + encode_packed_int(coll)
         return optional(default_kind, payload)
-    return optional(column_kind, b"".join(_packed(c) for c in collations))
+    return optional(column_kind, b"".join(encode_packed_int(c) for c in collations))
 
 
 @st.composite
 def _tables(draw: st.DrawFn) -> tuple[str, list[tuple[str, bool, int]], bool, bool]:
     flavor = draw(st.sampled_from(["mysql", "mariadb"]))
     kinds = [k for k in _KINDS if not (flavor == "mariadb" and k == "vector")]
-    cols = draw(st.lists(st.tuples(st.sampled_from(kinds), st.booleans(), st.sampled_from(_COLLATIONS)),
-                         min_size=1, max_size=40))
+    cols = draw(
+        st.lists(
+            st.tuples(st.sampled_from(kinds), st.booleans(), st.sampled_from(_COLLATIONS)), min_size=1, max_size=40
+        )
+    )
     return flavor, cols, draw(st.booleans()), draw(st.booleans())
 
 
@@ -161,15 +163,23 @@ def test_vector_takes_a_charset_entry_on_mysql(implementation: str) -> None:
     read c with d's charset (and d as bytes or with the wrong codec)."""
     types = [CT.LONG, CT.VECTOR, CT.VARCHAR, CT.VARCHAR]
     metas = [0, 4, 10, 40]
-    charsets = optional(3, _packed(63) + _packed(8) + _packed(255))
+    charsets = optional(3, encode_packed_int(63) + encode_packed_int(8) + encode_packed_int(255))
     body = table_map_body(4, "db", "v", types, metas, b"\x0f") + optional(1, b"\x00") + charsets
     dec = mysql_decoder()
     dec.decode(event(EventType.TABLE_MAP_EVENT, body, crc=True))
     vector = struct.pack("<2f", 1.0, -0.0)
     latin1 = "ü€".encode("cp1252")
     utf8 = "ü€".encode()
-    row = (b"\x00" + struct.pack("<i", 1) + struct.pack("<I", len(vector)) + vector
-           + bytes([len(latin1)]) + latin1 + bytes([len(utf8)]) + utf8)
+    row = (
+        b"\x00"
+        + struct.pack("<i", 1)
+        + struct.pack("<I", len(vector))
+        + vector
+        + bytes([len(latin1)])
+        + latin1
+        + bytes([len(utf8)])
+        + utf8
+    )
     ev = dec.decode(event(EventType.WRITE_ROWS_EVENT, rows_body(4, 4, b"\x0f", row), crc=True))
     ((ident, vec, c, d),) = ev.rows  # type: ignore[attr-defined]
     assert (ident, c, d) == (1, "ü€", "ü€")

@@ -27,7 +27,6 @@ import decimal
 import json
 import re
 import struct
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -54,6 +53,14 @@ from mybinlog.protocol._format import event_to_json, format_time
 from mybinlog.protocol._jsonb import JsonOpaque
 from mybinlog.protocol._table import ColumnInfo, TableMap
 from mybinlog.source._files import read_binlog_file
+from tests.builders import (
+    MYSQL8_POST_HEADERS,
+    encode_packed_int,
+    event,
+    fde_event,
+    table_map_body,
+    type_code_of,
+)
 from tests.corpus import load_vectors
 
 EVENT_KINDS = frozenset(
@@ -75,35 +82,6 @@ EXPECTED_RECORD_COUNT = 140  # event-level records of the kinds above (SOURCES.m
 # Records that cannot be checked, with the reason. Kept explicit so nothing is skipped silently; the test below
 # asserts every id here names a real record.
 EXCLUDED: dict[int, str] = {}
-
-# go-mysql test names and rust_mysql_common type names -> type codes
-TYPE_CODES: dict[str, int] = {
-    "WRITE_ROWS_EVENTv0": EventType.PRE_GA_WRITE_ROWS_EVENT,
-    "UPDATE_ROWS_EVENTv0": EventType.PRE_GA_UPDATE_ROWS_EVENT,
-    "DELETE_ROWS_EVENTv0": EventType.PRE_GA_DELETE_ROWS_EVENT,
-    "WRITE_ROWS_EVENTv1": EventType.WRITE_ROWS_EVENT_V1,
-    "UPDATE_ROWS_EVENTv1": EventType.UPDATE_ROWS_EVENT_V1,
-    "DELETE_ROWS_EVENTv1": EventType.DELETE_ROWS_EVENT_V1,
-    "WRITE_ROWS_EVENTv2": EventType.WRITE_ROWS_EVENT,
-    "UPDATE_ROWS_EVENTv2": EventType.UPDATE_ROWS_EVENT,
-    "DELETE_ROWS_EVENTv2": EventType.DELETE_ROWS_EVENT,
-    "GTID_EVENT": EventType.GTID_LOG_EVENT,
-    "ANONYMOUS_GTID_EVENT": EventType.ANONYMOUS_GTID_LOG_EVENT,
-    "PREVIOUS_GTIDS_EVENT": EventType.PREVIOUS_GTIDS_LOG_EVENT,
-    "ROWS_QUERY_EVENT": EventType.ROWS_QUERY_LOG_EVENT,
-    "HEARTBEAT_EVENT": EventType.HEARTBEAT_LOG_EVENT,
-    "MARIADB_ANNOTATE_ROWS_EVENT": EventType.ANNOTATE_ROWS_EVENT,
-    "MARIADB_BINLOG_CHECKPOINT_EVENT": EventType.BINLOG_CHECKPOINT_EVENT,
-}
-
-
-def type_code_of(name: str) -> int:
-    """Type code of an event type name as the corpus spells it (ours, go-mysql's, rust's or ``TYPE_<n>``)."""
-    if name in TYPE_CODES:
-        return int(TYPE_CODES[name])
-    if name.startswith("TYPE_") and name[5:].isdigit():
-        return int(name[5:])
-    return int(EventType[name])
 
 
 # Some event_body records name no concrete event type; the type code used instead, and why.
@@ -134,69 +112,6 @@ BY_ID = {r["id"]: r for r in load_vectors()}
 # ----------------------------------------------------------------------------------------------------------
 # building events
 # ----------------------------------------------------------------------------------------------------------
-
-
-def header(type_code: int, body_len: int, *, crc: bool = False, timestamp: int = 0, server_id: int = 0,
-           log_pos: int = 0, flags: int = 0) -> bytes:
-    return struct.pack("<IBIIIH", timestamp, type_code, server_id, 19 + body_len + (4 if crc else 0), log_pos, flags)
-
-
-def event(type_code: int, body: bytes, *, crc: bool = False, **fields: int) -> bytes:
-    """A whole event: header + body (+ CRC32 when ``crc``)."""
-    data = header(type_code, len(body), crc=crc, **fields) + body
-    if crc:
-        data += struct.pack("<I", zlib.crc32(data))
-    return data
-
-
-def fde_event(server_version: str, post_header_lengths: list[int], checksum_alg: int | None) -> bytes:
-    """A FORMAT_DESCRIPTION event (binlog v4); ``checksum_alg`` None = a server without checksums."""
-    body = struct.pack("<H", 4) + server_version.encode().ljust(50, b"\0") + struct.pack("<I", 0) + bytes([19])
-    body += bytes(post_header_lengths)
-    if checksum_alg is None:
-        return event(EventType.FORMAT_DESCRIPTION_EVENT, body)
-    return event(EventType.FORMAT_DESCRIPTION_EVENT, body + bytes([checksum_alg]), crc=True)
-
-
-# MySQL 8.0 post-header lengths (types 1..41)
-MYSQL8_POST_HEADERS = [56, 13, 0, 8, 0, 18, 0, 4, 4, 4, 4, 18, 0, 0, 92, 0, 4, 26, 8, 0, 0, 0, 8, 8, 8, 2, 0, 0, 0,
-                       10, 10, 10, 25, 25, 0, 18, 52, 0, 10, 40, 0]
-
-_META_BYTES = {
-    ColumnType.FLOAT: 1, ColumnType.DOUBLE: 1, ColumnType.BLOB: 1, ColumnType.GEOMETRY: 1, ColumnType.JSON: 1,
-    ColumnType.TIMESTAMP2: 1, ColumnType.DATETIME2: 1, ColumnType.TIME2: 1, ColumnType.VECTOR: 1,
-}
-
-
-def table_map_body(table_id: int, schema: str, table: str, types: list[int], metas: list[int],
-                   null_bitmap: bytes | None = None) -> bytes:
-    """A TABLE_MAP body from column types and go-mysql-convention metadata (see SOURCES.md)."""
-    meta = b""
-    for t, m in zip(types, metas, strict=True):
-        if t in (ColumnType.NEWDECIMAL, ColumnType.STRING, ColumnType.ENUM, ColumnType.SET):
-            meta += m.to_bytes(2, "big")
-        elif t in (ColumnType.VARCHAR, ColumnType.VAR_STRING, ColumnType.BIT):
-            meta += m.to_bytes(2, "little")
-        elif t in _META_BYTES:
-            meta += bytes([m])
-    if null_bitmap is None:
-        null_bitmap = b"\xff" * ((len(types) + 7) // 8)
-    return (
-        table_id.to_bytes(6, "little") + b"\x01\x00"
-        + bytes([len(schema)]) + schema.encode() + b"\0"
-        + bytes([len(table)]) + table.encode() + b"\0"
-        + bytes([len(types)]) + bytes(types) + bytes([len(meta)]) + meta + null_bitmap
-    )
-
-
-def _packed(n: int) -> bytes:
-    if n < 251:
-        return bytes([n])
-    if n < 1 << 16:
-        return b"\xfc" + n.to_bytes(2, "little")
-    if n < 1 << 24:
-        return b"\xfd" + n.to_bytes(3, "little")
-    return b"\xfe" + n.to_bytes(8, "little")
 
 
 def _body_type(record: dict[str, Any]) -> int:
@@ -243,8 +158,14 @@ def _build(record: dict[str, Any], corpus_dir: Path) -> tuple[EventDecoder, byte
             fde = params["fde"]
             dec.decode(fde_event(fde["server_version"], fde["event_type_header_lengths"], fde["checksum_alg"]))
             if record.get("column_types") and record["kind"] in ("write_rows", "update_rows", "delete_rows"):
-                body = table_map_body(params["table_id"], params["schema"], params["table"], record["column_types"],
-                                      record["column_meta"], bytes.fromhex(params["null_bitmap_hex"]))
+                body = table_map_body(
+                    params["table_id"],
+                    params["schema"],
+                    params["table"],
+                    record["column_types"],
+                    record["column_meta"],
+                    bytes.fromhex(params["null_bitmap_hex"]),
+                )
                 dec.decode(event(EventType.TABLE_MAP_EVENT, body, crc=fde["checksum_alg"] == 1))
             return dec, data, None
         # a sequence of records: replay the FORMAT_DESCRIPTION (possibly of another file) and earlier records
@@ -268,9 +189,14 @@ def _build(record: dict[str, Any], corpus_dir: Path) -> tuple[EventDecoder, byte
             dec.decode(event(EventType.TABLE_MAP_EVENT, bytes.fromhex(record["table_map_hex"])))
         elif record.get("column_types") and record["kind"] in ("write_rows", "update_rows", "delete_rows"):
             null_hex = params.get("null_bitmap_hex")
-            body = table_map_body(params["table_id"], params.get("schema", "test"), params.get("table", "t"),
-                                  record["column_types"], record["column_meta"],
-                                  bytes.fromhex(null_hex) if null_hex else None)
+            body = table_map_body(
+                params["table_id"],
+                params.get("schema", "test"),
+                params.get("table", "t"),
+                record["column_types"],
+                record["column_meta"],
+                bytes.fromhex(null_hex) if null_hex else None,
+            )
             dec.decode(event(EventType.TABLE_MAP_EVENT, body))
         return dec, event(_body_type(record), data), None
 
@@ -278,11 +204,22 @@ def _build(record: dict[str, Any], corpus_dir: Path) -> tuple[EventDecoder, byte
         # one after image of a PARTIAL_UPDATE_ROWS_EVENT: give it an all-NULL before image and a rows header
         ncols = len(record["column_types"])
         dec = EventDecoder()
-        dec.decode(event(EventType.TABLE_MAP_EVENT,
-                         table_map_body(1, "test", "t", record["column_types"], record["column_meta"])))
+        dec.decode(
+            event(
+                EventType.TABLE_MAP_EVENT, table_map_body(1, "test", "t", record["column_types"], record["column_meta"])
+            )
+        )
         present = bytes.fromhex(params["columns_present_bitmap_hex"])
         before = b"\xff" * ((ncols + 7) // 8)
-        body = (1).to_bytes(6, "little") + b"\x01\x00" + b"\x02\x00" + _packed(ncols) + present + present + before
+        body = (
+            (1).to_bytes(6, "little")
+            + b"\x01\x00"
+            + b"\x02\x00"
+            + encode_packed_int(ncols)
+            + present
+            + present
+            + before
+        )
         return dec, event(EventType.PARTIAL_UPDATE_ROWS_EVENT, body + data), None
 
     if scope == "compressed_payload":
@@ -290,7 +227,9 @@ def _build(record: dict[str, Any], corpus_dir: Path) -> tuple[EventDecoder, byte
         dec = EventDecoder()
         dec.decode(fde_event(fde["server_version"], fde["event_type_header_lengths"], fde["checksum_alg"]))
         assert params["compression_type"] == "ZSTD"
-        tlv = b"\x01" + _packed(len(_packed(len(data)))) + _packed(len(data))  # payload_size
+        tlv = (
+            b"\x01" + encode_packed_int(len(encode_packed_int(len(data)))) + encode_packed_int(len(data))
+        )  # payload_size
         tlv += b"\x02\x01\x00"  # compression_type 0 = zstd
         tlv += b"\x00"  # end of header (uncompressed_size left out: the decoder must not need it)
         return dec, event(EventType.TRANSACTION_PAYLOAD_EVENT, tlv + data, crc=fde["checksum_alg"] == 1), None
@@ -326,11 +265,17 @@ def _rust_json(v: Any) -> Any:
 def _same_json(expected: Any, ours: Any) -> bool:
     """Equality that does not let True == 1 or 1 == 1.0 pass."""
     if isinstance(expected, dict):
-        return isinstance(ours, dict) and expected.keys() == ours.keys() and all(
-            _same_json(expected[k], ours[k]) for k in expected)
+        return (
+            isinstance(ours, dict)
+            and expected.keys() == ours.keys()
+            and all(_same_json(expected[k], ours[k]) for k in expected)
+        )
     if isinstance(expected, list):
-        return isinstance(ours, list) and len(expected) == len(ours) and all(
-            _same_json(e, o) for e, o in zip(expected, ours, strict=True))
+        return (
+            isinstance(ours, list)
+            and len(expected) == len(ours)
+            and all(_same_json(e, o) for e, o in zip(expected, ours, strict=True))
+        )
     return type(expected) is type(ours) and expected == ours
 
 
@@ -357,8 +302,13 @@ def value_matches(expected: Any, ours: Any, col: ColumnInfo | None) -> bool:
             return ours.encode() == raw
         return False
     if isinstance(expected, dict) and "negative" in expected:  # rust TIME value
-        magnitude = datetime.timedelta(days=expected["days"], hours=expected["hours"], minutes=expected["minutes"],
-                                       seconds=expected["seconds"], microseconds=expected["microseconds"])
+        magnitude = datetime.timedelta(
+            days=expected["days"],
+            hours=expected["hours"],
+            minutes=expected["minutes"],
+            seconds=expected["seconds"],
+            microseconds=expected["microseconds"],
+        )
         return ours == (-magnitude if expected["negative"] else magnitude)
     if isinstance(expected, dict) and expected == {"length": 0}:
         return ours is None  # zero-length JSON value (NOT NULL JSON column left out of an INSERT)
@@ -564,11 +514,17 @@ def _check_table_key(ev: Event, key: str, expected: Any, mariadb: bool) -> list[
                 if col.unsigned is None and col.real_type == ColumnType.YEAR and not mariadb and v is False:
                     got[k] = False  # MySQL leaves YEAR out of the signedness bitmap; go-mysql reads a padding bit
     elif key == "collation_map":
-        got = _index_map(table, lambda c: c.charset,
-                         lambda c: c.charset is not None and c.real_type not in (ColumnType.ENUM, ColumnType.SET))
+        got = _index_map(
+            table,
+            lambda c: c.charset,
+            lambda c: c.charset is not None and c.real_type not in (ColumnType.ENUM, ColumnType.SET),
+        )
     elif key == "enum_set_collation_map":
-        got = _index_map(table, lambda c: c.charset,
-                         lambda c: c.charset is not None and c.real_type in (ColumnType.ENUM, ColumnType.SET))
+        got = _index_map(
+            table,
+            lambda c: c.charset,
+            lambda c: c.charset is not None and c.real_type in (ColumnType.ENUM, ColumnType.SET),
+        )
     elif key == "enum_str_value_map":
         got = _index_map(table, lambda c: list(c.enum_values or ()), lambda c: c.enum_values is not None)
     elif key == "set_str_value_map":

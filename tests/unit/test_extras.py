@@ -13,16 +13,7 @@ import textwrap
 
 import pytest
 
-_BLOCK = """
-import importlib.abc, sys
-BLOCKED = {blocked!r}
-class _Absent(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in BLOCKED:
-            raise ModuleNotFoundError(f"No module named {{name!r}} (not installed in this test)", name=name)
-        return None
-sys.meta_path.insert(0, _Absent())
-"""
+from tests.fakes import BLOCK_EXTRAS
 
 CORE_ONLY = (
     "pyspark",
@@ -39,7 +30,7 @@ CLI = ("pyspark", "pandas", "matplotlib", "pymysqlreplication")  # [cli] with a 
 
 
 def _run(blocked: tuple[str, ...], code: str) -> subprocess.CompletedProcess[str]:
-    script = _BLOCK.format(blocked=set(blocked)) + textwrap.dedent(code)
+    script = BLOCK_EXTRAS.format(blocked=set(blocked)) + textwrap.dedent(code)
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
 
 

@@ -12,7 +12,7 @@ import json
 import math
 import struct
 from decimal import Decimal
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -35,128 +35,11 @@ from mybinlog.protocol._jsonb import (
     read_varlen,
     render_json_mysql_text,
 )
+from tests.builders import Opaque, Typed, encode, mysql_key_order, packed_datetime, packed_time
 
 # ----------------------------------------------------------------------------------------------------
 # A tiny JSONB encoder
 # ----------------------------------------------------------------------------------------------------
-
-
-class Typed(NamedTuple):
-    """Force a JSONB integer type: 0x05 int16, 0x06 uint16, 0x07 int32, 0x08 uint32, 0x09 int64, 0x0a u64."""
-
-    type_byte: int
-    value: int
-
-
-class Opaque(NamedTuple):
-    type_code: int
-    data: bytes
-
-
-INT_FORMATS = {0x05: "<h", 0x06: "<H", 0x07: "<i", 0x08: "<I", 0x09: "<q", 0x0A: "<Q"}
-
-
-def varlen(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def mysql_key_order(key: str) -> tuple[int, bytes]:
-    raw = key.encode()
-    return len(raw), raw
-
-
-def scalar(value: Any) -> tuple[int, bytes]:
-    """(type byte, payload) of a non-container value."""
-    if value is None:
-        return 0x04, b"\x00"
-    if value is True:
-        return 0x04, b"\x01"
-    if value is False:
-        return 0x04, b"\x02"
-    if isinstance(value, Typed):
-        return value.type_byte, struct.pack(INT_FORMATS[value.type_byte], value.value)
-    if isinstance(value, int):
-        if -(2**15) <= value < 2**15:
-            return 0x05, struct.pack("<h", value)
-        if -(2**31) <= value < 2**31:
-            return 0x07, struct.pack("<i", value)
-        if -(2**63) <= value < 2**63:
-            return 0x09, struct.pack("<q", value)
-        return 0x0A, struct.pack("<Q", value)
-    if isinstance(value, float):
-        return 0x0B, struct.pack("<d", value)
-    if isinstance(value, str):
-        raw = value.encode()
-        return 0x0C, varlen(len(raw)) + raw
-    if isinstance(value, Opaque):
-        return 0x0F, bytes([value.type_code]) + varlen(len(value.data)) + value.data
-    raise TypeError(value)
-
-
-def inlined(type_byte: int, large: bool) -> bool:
-    return type_byte in (0x04, 0x05, 0x06) or (large and type_byte in (0x07, 0x08))
-
-
-def payload(value: Any, large: bool) -> tuple[int, bytes]:
-    if isinstance(value, dict):
-        items: list[tuple[str | None, Any]] = [(k, value[k]) for k in sorted(value, key=mysql_key_order)]
-        return container(items, True, large)
-    if isinstance(value, list):
-        return container([(None, v) for v in value], False, large)
-    return scalar(value)
-
-
-def container(items: list[tuple[str | None, Any]], is_object: bool, large: bool) -> tuple[int, bytes]:
-    osz = 4 if large else 2
-    ofmt = "<I" if large else "<H"
-    n = len(items)
-    header = 2 * osz + n * ((osz + 2) if is_object else 0) + n * (1 + osz)
-    keys = b""
-    key_entries = b""
-    if is_object:
-        for key, _ in items:
-            assert key is not None
-            raw = key.encode()
-            key_entries += struct.pack(ofmt, header + len(keys)) + struct.pack("<H", len(raw))
-            keys += raw
-    values = b""
-    value_entries = b""
-    for _, v in items:
-        t, data = payload(v, large)
-        if inlined(t, large):
-            value_entries += bytes([t]) + data.ljust(osz, b"\x00")
-        else:
-            value_entries += bytes([t]) + struct.pack(ofmt, header + len(keys) + len(values))
-            values += data
-    size = header + len(keys) + len(values)
-    body = struct.pack(ofmt, n) + struct.pack(ofmt, size) + key_entries + value_entries + keys + values
-    assert len(body) == size
-    type_byte = (0x00 if is_object else 0x02) | (1 if large else 0)
-    return type_byte, body
-
-
-def encode(value: Any, large: bool = False) -> bytes:
-    t, data = payload(value, large)
-    return bytes([t]) + data
-
-
-def packed_datetime(y: int, mo: int, d: int, h: int = 0, mi: int = 0, s: int = 0, us: int = 0) -> bytes:
-    ymd = ((y * 13 + mo) << 5) | d
-    hms = (h << 12) | (mi << 6) | s
-    return struct.pack("<q", (((ymd << 17) | hms) << 24) | us)
-
-
-def packed_time(negative: bool, h: int, mi: int, s: int, us: int = 0) -> bytes:
-    v = (((h << 12) | (mi << 6) | s) << 24) | us
-    return struct.pack("<q", -v if negative else v)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -400,9 +283,7 @@ def test_mutated_documents_never_escape_as_other_errors(data: st.DataObject) -> 
 json_scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.text(max_size=20)
 json_values = st.recursive(
     json_scalars,
-    lambda children: (
-        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5)
-    ),
+    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5),
     max_leaves=25,
 )
 
@@ -464,9 +345,7 @@ def test_format_mysql_double(value: float, text: str) -> None:
 def test_render_spacing_and_key_order() -> None:
     doc: JsonValue = {"bb": [1, 2.0, "x"], "a": {"z": None, "yy": True}, "ccc": Decimal("1.50")}
     assert render_json_mysql_text(doc) == '{"a": {"z": null, "yy": true}, "bb": [1, 2.0, "x"], "ccc": 1.50}'
-    assert (
-        render_json_mysql_text(doc, compact=True) == '{"a":{"z":null,"yy":true},"bb":[1,2.0,"x"],"ccc":1.50}'
-    )
+    assert render_json_mysql_text(doc, compact=True) == '{"a":{"z":null,"yy":true},"bb":[1,2.0,"x"],"ccc":1.50}'
 
 
 def test_render_escaping() -> None:

@@ -36,9 +36,8 @@ from mybinlog.protocol._events import RowsEvent
 from mybinlog.protocol._jsonb import MAX_DEPTH, JsonOpaque, decode_jsonb
 from mybinlog.protocol._table import ColumnInfo, TableMap
 from mybinlog.source._files import read_binlog_file
+from tests.builders import Opaque, Typed, encode, packed_datetime, packed_time, require_speedups
 from tests.corpus import binlog_files
-from tests.unit.test_jsonb import Opaque, Typed, encode, packed_datetime, packed_time
-from tests.unit.test_speedups import require_speedups
 
 
 def c_decode(data: bytes, fallback: Callable[[bytes], Any] | None = None) -> Any:

@@ -44,38 +44,24 @@ from mybinlog.protocol._constants import COLLATION_CODECS, MISSING, ColumnType, 
 from mybinlog.protocol._events import RowsEvent
 from mybinlog.protocol._table import ColumnInfo, TableMap
 from mybinlog.source._files import read_binlog_file
-from tests.corpus import binlog_files
-from tests.unit.test_jsonb import encode as encode_jsonb
-from tests.unit.test_values import (
+from tests.builders import (
+    CI,
+    NO_EXTENSIONS,
     encode_date,
     encode_decimal,
     encode_fraction,
     encode_time2,
+    require_speedups,
     truncate_usec,
 )
+from tests.builders import encode as encode_jsonb
+from tests.corpus import binlog_files
 
 T = ColumnType
-CI = os.environ.get("CI") == "true"
-NO_EXTENSIONS = os.environ.get("MYBINLOG_NO_EXTENSIONS", "").strip() not in ("", "0")
 REPO = Path(__file__).resolve().parents[2]
 
 # what TableMap.decode_rows turns into a located DecodeError: the only exceptions a row decoder may raise
 DECODE_FAILURES = (DecodeError, IndexError, struct.error, ValueError, UnicodeDecodeError, OverflowError, KeyError)
-
-
-def require_speedups() -> None:
-    """The compiled core must be loaded: skip in the MYBINLOG_NO_EXTENSIONS pass, fail under CI=true without it."""
-    if _accel.speedups is not None:
-        return
-    if NO_EXTENSIONS:
-        pytest.skip("MYBINLOG_NO_EXTENSIONS is set: this pass tests the pure-Python decoder")
-    reason = (
-        f"the compiled core is not loaded: {_accel.describe()}; build it with "
-        "`.venv/bin/python -m pip install --no-deps -e .` (needs gcc and the Python headers: bash scripts/setup.sh)"
-    )
-    if CI:
-        pytest.fail(reason, pytrace=False)
-    pytest.skip(reason)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -307,11 +293,7 @@ def text_bytes(draw: st.DrawFn, charset: int | None, limit: int, valid: bool) ->
 
 def json_values() -> st.SearchStrategy[Any]:
     scalars = (
-        st.none()
-        | st.booleans()
-        | st.integers(-(2**63), 2**64 - 1)
-        | st.floats(allow_nan=False)
-        | st.text(max_size=8)
+        st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False) | st.text(max_size=8)
     )
     return st.recursive(
         scalars,
@@ -597,7 +579,7 @@ def test_render_json_of_a_fixed_table() -> None:
         ColumnInfo(7, T.DOUBLE, 8, True),
         ColumnInfo(8, T.NEWDECIMAL, 20 << 8 | 10, True),
     ]
-    cols[4].enum_values = ("new", "café \"x\"")
+    cols[4].enum_values = ("new", 'café "x"')
     cols[6].charset = 45
     table = TableMap("db", "t", cols, 0)
     values = [
@@ -798,7 +780,7 @@ def test_decimals_without_the_direct_build() -> None:
         "from mybinlog.protocol import _speedups, _table\n"
         "from mybinlog.protocol._constants import ColumnType\n"
         "from mybinlog.protocol._table import ColumnInfo, TableMap\n"
-        "from tests.unit.test_values import encode_decimal\n"
+        "from tests.builders import encode_decimal\n"
         "assert _speedups.DIRECT_DECIMAL == 0\n"
         "table = TableMap('db', 't', [ColumnInfo(0, ColumnType.NEWDECIMAL, 40 << 8 | 10, True)], 0)\n"
         "program = _table._program(table, 0, 1, 1)\n"
@@ -811,7 +793,9 @@ def test_decimals_without_the_direct_build() -> None:
                           timeout=60, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:3] == [
-        "Decimal('0E-10')", "Decimal('-123456789012345678901234567890.0123456789')", "Decimal('7.5000000000')"
+        "Decimal('0E-10')",
+        "Decimal('-123456789012345678901234567890.0123456789')",
+        "Decimal('7.5000000000')",
     ]
 
 
@@ -866,6 +850,7 @@ def test_images_without_columns_are_an_error_not_an_endless_loop() -> None:
             with pytest.raises(DecodeError, match="no columns"):
                 decoder(b"\x00\x01", 0, 2)
 
+
 @pytest.mark.parametrize("fsp", range(7))
 def test_time2_every_sign_and_fraction_boundary_decodes_identically(fsp: int) -> None:
     """TIME2 is decoded in C (OP_TIME2): values around zero (where a negative time with a fraction counts the
@@ -883,7 +868,6 @@ def test_time2_every_sign_and_fraction_boundary_decodes_identically(fsp: int) ->
     buf = b"".join(b"\x00" + v.to_bytes(nbytes, "big") for v in values)  # a null bitmap byte, then the value
     assert _table._program(table, 0, 1, 1) is not None
     check_same(table, 0, 1, 1, buf, 0, len(buf), supported=True)
-
 
 
 # ----------------------------------------------------------------------------------------------------------

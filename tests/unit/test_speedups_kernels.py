@@ -35,8 +35,8 @@ from mybinlog.protocol._decoder import EventDecoder
 from mybinlog.protocol._events import RowsEvent
 from mybinlog.protocol._packets import MAX_PACKET_PAYLOAD, PacketFramer
 from mybinlog.source import _files
+from tests.builders import require_speedups
 from tests.corpus import binlog_files
-from tests.unit.test_speedups import require_speedups
 
 speedups: Any = _accel.speedups
 
@@ -60,7 +60,7 @@ def _file_outcome(path: Path) -> tuple[list[str], str | None]:
 
 
 def test_cut_events_reads_files_as_the_python_loop_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.unit.test_event_vectors import MYSQL8_POST_HEADERS, event, fde_event
+    from tests.builders import MYSQL8_POST_HEADERS, event, fde_event
 
     fde = fde_event("8.0.36", MYSQL8_POST_HEADERS, 1)
     xids = [event(16, (i + 1).to_bytes(8, "little"), crc=True, log_pos=0) for i in range(70)]  # > one chunk
@@ -283,6 +283,7 @@ def test_framing_is_the_same_compiled_and_pure(stream: tuple[bytes, list[int]], 
         pure = _frame_all(data, first, cuts, max_bytes)
     finally:
         _packets._frame_events = saved
+
     # the compiled loop may end a batch before an EOF/ERR that the Python loop returns with the events before it;
     # what must be equal is everything the caller sees in order: events, stop packets, errors, final state
     def flat(log: list[Any]) -> list[Any]:

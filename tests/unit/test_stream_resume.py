@@ -243,7 +243,7 @@ async def test_the_compiled_async_iterator_is_the_python_one(
     """With the compiled core, ``async for`` steps through a C iterator (``StreamIter``): the same events, and the
     same position after each one, as BinlogStream.__anext__ in Python, across reconnects too."""
     from mybinlog.source import _stream
-    from tests.unit.test_speedups import require_speedups
+    from tests.builders import require_speedups
 
     require_speedups()  # skipped in the pure-Python pass, failed under CI=true without the extension
     stream = BinlogStream("mysql://u:p@127.0.0.1:1")

@@ -32,8 +32,7 @@ from mybinlog.errors import TypeMappingError
 from mybinlog.protocol import _table
 from mybinlog.protocol._constants import ColumnType
 from mybinlog.protocol._table import ColumnInfo, TableMap
-from tests.unit.test_speedups import require_speedups
-from tests.unit.test_values import encode_decimal
+from tests.builders import encode_decimal, require_speedups
 
 NEW = Capabilities.from_version("26.9.2.1")  # chdb
 OLD = Capabilities.from_version("18.16.1")  # Debian's clickhouse-server
@@ -116,17 +115,35 @@ VALUES = st.one_of(
     DATETIMES.filter(lambda v: v.year > 1 and v.year < 9999).map(lambda v: v.replace(tzinfo=_ZONE)),
     DATETIMES.map(lambda v: SubDatetime(v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond)),
     st.dates(),
-    st.sampled_from([dt.date(1969, 12, 31), dt.date(1970, 1, 1), dt.date(2149, 6, 6), dt.date(2149, 6, 7),
-                     dt.date(1900, 1, 1), dt.date(2299, 12, 31), dt.date(2300, 1, 1)]),
+    st.sampled_from(
+        [
+            dt.date(1969, 12, 31),
+            dt.date(1970, 1, 1),
+            dt.date(2149, 6, 6),
+            dt.date(2149, 6, 7),
+            dt.date(1900, 1, 1),
+            dt.date(2299, 12, 31),
+            dt.date(2300, 1, 1),
+        ]
+    ),
     st.decimals(allow_nan=True, allow_infinity=True, places=None),
     st.decimals(min_value=-(10**10), max_value=10**10, places=2),
     st.sampled_from(["-0.00", "0.00", "0E-30", "-0E-30", "1E+3", "12.345", "-99999999999999999999.123456789"]).map(
         decimal.Decimal
     ),
     st.sampled_from(
-        [("0.00", 12, 2), ("-0.00", 12, 2), ("-123456.78", 12, 2), ("0.01", 12, 2), ("9999999999.99", 12, 2),
-         ("-12345678901234567890123456789012345.123456789012345678901234567891", 65, 30), ("0E-30", 65, 30),
-         ("0.000000000000000000000000000001", 65, 30), ("12345", 5, 0), ("-0", 5, 0)]
+        [
+            ("0.00", 12, 2),
+            ("-0.00", 12, 2),
+            ("-123456.78", 12, 2),
+            ("0.01", 12, 2),
+            ("9999999999.99", 12, 2),
+            ("-12345678901234567890123456789012345.123456789012345678901234567891", 65, 30),
+            ("0E-30", 65, 30),
+            ("0.000000000000000000000000000001", 65, 30),
+            ("12345", 5, 0),
+            ("-0", 5, 0),
+        ]
     ).map(lambda t: _decimal_from_compiled_decoder(*t)),
     st.timedeltas(),
     st.binary(max_size=10),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 import struct
-from decimal import Context, Decimal
+from decimal import Decimal
 
 import pytest
 from hypothesis import given
@@ -34,90 +34,22 @@ from mybinlog.protocol._values import (
     time2_decoder,
     timestamp2_decoder,
 )
+from tests.builders import (
+    WIDE,
+    encode_date,
+    encode_datetime2,
+    encode_decimal,
+    encode_fraction,
+    encode_time2,
+    encode_timestamp2,
+    truncate_usec,
+)
 
 UTC = datetime.UTC
 
 # ----------------------------------------------------------------------------------------------------
 # Independent encoders, written from the documented formats (what mysqld writes)
 # ----------------------------------------------------------------------------------------------------
-
-DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
-WIDE = Context(prec=100)  # the default 28-digit context would round 65-digit decimals
-
-
-def encode_decimal(value: Decimal, precision: int, scale: int) -> bytes:
-    """MySQL decimal2bin: 9 digits per 4 bytes, leftover digits in shorter words, sign in the top bit."""
-    quantized = value.quantize(Decimal(1).scaleb(-scale, context=WIDE), context=WIDE)
-    sign, digits, exponent = quantized.as_tuple()
-    assert isinstance(exponent, int)
-    text = "".join(map(str, digits))
-    if scale:
-        text = text.rjust(scale + 1, "0")
-        int_text, frac_text = text[:-scale], text[-scale:]
-    else:
-        int_text, frac_text = text, ""
-    intg = precision - scale
-    int_text = int_text.lstrip("0").rjust(intg, "0")
-    assert len(int_text) == intg, "value does not fit the precision"
-    out = bytearray()
-    lead = intg % 9
-    if lead:
-        out += int(int_text[:lead]).to_bytes(DIG2BYTES[lead], "big")
-    for i in range(lead, intg, 9):
-        out += int(int_text[i : i + 9]).to_bytes(4, "big")
-    full = scale - scale % 9
-    for i in range(0, full, 9):
-        out += int(frac_text[i : i + 9]).to_bytes(4, "big")
-    if scale % 9:
-        out += int(frac_text[full:]).to_bytes(DIG2BYTES[scale % 9], "big")
-    out[0] ^= 0x80
-    if sign:
-        out = bytearray(b ^ 0xFF for b in out)
-    return bytes(out)
-
-
-FRAC_DIV = (1, 10000, 100, 1)
-
-
-def encode_fraction(usec: int, fsp: int) -> bytes:
-    nbytes = (fsp + 1) // 2
-    if not nbytes:
-        return b""
-    return (usec // FRAC_DIV[nbytes]).to_bytes(nbytes, "big")
-
-
-def truncate_usec(usec: int, fsp: int) -> int:
-    unit: int = 10 ** (6 - fsp)
-    return usec - usec % unit
-
-
-def encode_datetime2(dt: datetime.datetime, fsp: int) -> bytes:
-    ymd = ((dt.year * 13 + dt.month) << 5) | dt.day
-    hms = (dt.hour << 12) | (dt.minute << 6) | dt.second
-    intpart = (ymd << 17) | hms
-    return (intpart + 0x8000000000).to_bytes(5, "big") + encode_fraction(dt.microsecond, fsp)
-
-
-def encode_timestamp2(seconds: int, usec: int, fsp: int) -> bytes:
-    return seconds.to_bytes(4, "big") + encode_fraction(usec, fsp)
-
-
-def encode_time2(negative: bool, hour: int, minute: int, second: int, usec: int, fsp: int) -> bytes:
-    """my_time_packed_to_binary: C semantics (arithmetic shift for the integer part, truncating remainder)."""
-    packed = (((hour << 12) | (minute << 6) | second) << 24) + usec
-    if negative:
-        packed = -packed
-    nbytes = (fsp + 1) // 2
-    int_part = packed >> 24
-    frac = abs(packed) & 0xFFFFFF
-    frac = -frac if packed < 0 else frac  # C's % keeps the sign of the dividend
-    if nbytes == 0:
-        return (int_part + 0x800000).to_bytes(3, "big")
-    if nbytes == 1:
-        return (int_part + 0x800000).to_bytes(3, "big") + ((frac // 10000) & 0xFF).to_bytes(1, "big")
-    if nbytes == 2:
-        return (int_part + 0x800000).to_bytes(3, "big") + ((frac // 100) & 0xFFFF).to_bytes(2, "big")
-    return (packed + 0x800000000000).to_bytes(6, "big")
 
 
 def mysql_datetime_text(year: int, month: int, day: int, hms: str, usec: int, fsp: int) -> str:
@@ -390,10 +322,6 @@ def test_time2_truncated() -> None:
 # ----------------------------------------------------------------------------------------------------
 # Pre-5.6 temporal types, YEAR
 # ----------------------------------------------------------------------------------------------------
-
-
-def encode_date(year: int, month: int, day: int) -> bytes:
-    return (day | month << 5 | year << 9).to_bytes(3, "little")
 
 
 @pytest.mark.parametrize(
