@@ -63,8 +63,11 @@ _SERVER_FIXTURES = frozenset(
 )
 #: the flavours a test naming ``server`` runs on, unless marked ``@pytest.mark.servers(...)``
 SERVER_KINDS = ("mariadb", "mysql")
+#: tests/integration: its modules sit in one folder per package of mybinlog (tests/integration/<package>/test_x.py)
+INTEGRATION_DIR = Path(__file__).resolve().parent / "integration"
 #: suites about the processes around the decoder (kills, restarts, HA, Spark, exit codes, configuration): marked
-#: ``orchestration``; scripts/test.sh leaves them out of its second, pure-Python pass (docs/testing.md)
+#: ``orchestration``; scripts/test.sh leaves them out of its second, pure-Python pass (docs/testing.md). Module names
+#: (without the package folder) of tests under INTEGRATION_DIR; unit tests of the same name are not marked
 ORCHESTRATION_MODULES = frozenset(
     {
         "test_cli_secrets",
@@ -137,9 +140,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("server_kind", kinds, scope="session")
 
 
+def _is_integration(path: Path) -> bool:
+    """A module of tests/integration at any depth (tests/integration/<package>/test_x.py)."""
+    return path.resolve().is_relative_to(INTEGRATION_DIR)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if item.path.stem in ORCHESTRATION_MODULES and item.path.parent.name == "integration":
+        if item.path.stem in ORCHESTRATION_MODULES and _is_integration(item.path):
             item.add_marker(pytest.mark.orchestration)
         names = set(getattr(item, "fixturenames", ()))
         if names & _SERVER_FIXTURES:

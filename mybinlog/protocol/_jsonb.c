@@ -9,8 +9,9 @@
  * Python decoder does, and when the document is malformed (anything the Python decoder raises DecodeError for) it
  * builds nothing and calls the fallback (the Python decode_jsonb) on the bytes, which raises the exact error. The
  * row decoder (_sp_rows.c) calls it for a JSON column (TEXT_CALL with decode_jsonb as the value function);
- * _speedups.decode_jsonb(data, fallback=None) exposes it for the differential tests (tests/unit/test_jsonb_c.py),
- * raising ValueError when it finds the document malformed and no fallback is given.
+ * _speedups.decode_jsonb(data, fallback=None) exposes it for the differential tests
+ * (tests/unit/protocol/test_jsonb_c.py), raising ValueError when it finds the document malformed and no fallback is
+ * given.
  *
  * The recursion is bounded by MAX_DEPTH (150, as in _jsonb.py), a few hundred bytes of C stack a level.
  */

@@ -9,7 +9,7 @@ asyncio API), and from then on bytes flow only between the transport and the san
 :class:`~mybinlog.protocol._packets.PacketFramer`. The dump command is written with ``transport.write``.
 
 asyncmy internals used (exactly these, checked by :func:`check_asyncmy_compat`, pinned by
-``tests/unit/test_asyncmy_compat.py``):
+``tests/unit/source/test_asyncmy_compat.py``):
 
 - ``Connection._transport``: the asyncio transport of the authenticated connection (after asyncmy's in-handshake
   TLS upgrade, the TLS transport). Read once; only public ``asyncio.Transport`` methods are called on it.

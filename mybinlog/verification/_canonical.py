@@ -35,9 +35,9 @@ Row = tuple["str | None", ...]
 # the one form a value usually has (an ``int`` from the driver, ClickHouse's own text of a ``DateTime64(3)``...)
 # an expression applies the same rule with one or two builtin calls, and everything else (NULL, zero dates, values
 # outside ClickHouse's range, unusual types) goes to ``canonical``. The result is always canonical's
-# (tests/unit/test_verify.py checks it on the workload's values of every type). Expressions are templates over
-# ``{x}`` (the value) and ``{f}`` (the canonical function); a table's row function is generated from them, so an
-# integer or text column costs no function call at all.
+# (tests/unit/verification/test_verify.py checks it on the workload's values of every type). Expressions are
+# templates over ``{x}`` (the value) and ``{f}`` (the canonical function); a table's row function is generated from
+# them, so an integer or text column costs no function call at all.
 
 _CALL = "{f}({x})"
 
