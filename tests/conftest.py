@@ -52,7 +52,7 @@ import pytest
 
 from mybinlog.testing._clickhouse import ClickHouseServer, find_clickhouse
 from mybinlog.testing._mysql import MySQLServer, find_mysql, not_available_reason
-from tests import corpus
+from tests import corpus, leaks
 from tests.servers import MariaDBServer, find_mariadb
 
 _SERVER_FIXTURES = frozenset(
@@ -124,7 +124,10 @@ def _require_mysql() -> None:
         skip_or_fail(f"Oracle MySQL not found: {not_available_reason()}")
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's unraisable hook, which leaks.install() wraps
 def pytest_configure(config: pytest.Config) -> None:
+    # our leaks (an unclosed socket, a lost exception) fail the test, a library's own do not
+    config.add_cleanup(leaks.install())
     config.addinivalue_line(
         "markers", "servers(*kinds): the server flavours (mariadb, mysql) a test using `server` runs on"
     )
