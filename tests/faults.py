@@ -125,10 +125,11 @@ class ReplicateProcess:
             threading.Thread(target=self._pump, args=(stream, sink), daemon=True).start()
 
     def _pump(self, stream: Any, sink: list[str]) -> None:
-        for line in stream:
-            with self._cond:
-                sink.append(line)
-                self._cond.notify_all()
+        with stream:  # read to the end, then close our end of the pipe
+            for line in stream:
+                with self._cond:
+                    sink.append(line)
+                    self._cond.notify_all()
         with self._cond:
             self._done += 1
             self._cond.notify_all()
