@@ -27,8 +27,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import json
 import logging
+import queue
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -111,6 +114,34 @@ def _translate(exc: Exception, what: str, replica: str) -> Exception:
     return TargetError(f"Kafka {what} failed: {name}: {text}")
 
 
+class _Worker(concurrent.futures.Executor):
+    """One daemon thread that runs librdkafka's blocking calls in order. Not a ThreadPoolExecutor: its threads are
+    joined at interpreter exit, and a call stuck in librdkafka past its timeout (:meth:`KafkaProducer._bounded`)
+    would then keep the process from exiting."""
+
+    def __init__(self, name: str) -> None:
+        self._queue: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Callable[[], Any]] | None]
+        self._queue = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name=name, daemon=True).start()
+
+    def _loop(self) -> None:
+        while (item := self._queue.get()) is not None:
+            future, call = item
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(call())
+                except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+                    future.set_exception(exc)
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._queue.put((future, functools.partial(fn, *args, **kwargs)))
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._queue.put(None)
+
+
 class KafkaProducer:
     """The Kafka side of one replica (see the module docstring). Use ``async with`` or :meth:`start`/:meth:`close`.
 
@@ -124,15 +155,14 @@ class KafkaProducer:
         self.mode = "stopped"
         self.position: dict[str, Any] | None = None
         self._kafka = _kafka()
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            1, thread_name_prefix=f"mybinlog-kafka-{settings.replica}"
-        )
+        self._executor = _Worker(f"mybinlog-kafka-{settings.replica}")
         self._producer: Any = None
         self._admin: Any = None
         self._group_metadata: Any = None
         self._known_topics: set[str] = set()
         self._errors: list[Any] = []
         self._position_offset = -1
+        self._stuck = False  # a call of librdkafka outlived its timeout: the worker thread is blocked in it
 
     # -- plumbing ---
 
@@ -362,21 +392,40 @@ class KafkaProducer:
             if position is not None:
                 _failpoints.reached("kafka.before_commit")  # messages and position sent, the transaction open
                 pointer = [self._kafka.TopicPartition(self.position_topic, 0, self._position_offset + 1)]
-                await self._run(
+                await self._bounded(
                     "send_offsets_to_transaction",
                     producer.send_offsets_to_transaction,
                     pointer,
                     self._group_metadata,
                     self.settings.timeout,
                 )
-            await self._run("commit_transaction", producer.commit_transaction, self.settings.timeout)
+            await self._bounded("commit_transaction", producer.commit_transaction, self.settings.timeout)
         except ReplicaLockedError:
             raise
         except (TargetError, asyncio.CancelledError):
-            await self._abort()
+            if not self._stuck:  # else the abort would queue behind the blocked call: the next producer aborts
+                await self._abort()
             raise
         if position is not None:
             self.position = position
+
+    async def _bounded(self, what: str, call: Callable[..., T], *args: Any) -> T:
+        """:meth:`_run` of a transactional call with a deadline of our own: librdkafka's
+        ``send_offsets_to_transaction`` was seen blocking far past its timeout against a broker restarted under it
+        (Tansu). Past the deadline the producer is given up (:attr:`stuck`): its owner makes a new one, whose
+        ``init_transactions`` aborts the open transaction."""
+        try:
+            return await asyncio.wait_for(self._run(what, call, *args), self.settings.timeout + 5.0)
+        except TimeoutError:
+            self._stuck = True
+            raise TargetConnectionError(
+                f"Kafka {what}: no answer in {self.settings.timeout + 5.0:.0f} s; retrying with a new producer"
+            ) from None
+
+    @property
+    def stuck(self) -> bool:
+        """True when a call outlived its deadline (the worker thread is still blocked in it)."""
+        return self._stuck
 
     async def _abort(self) -> None:
         try:
@@ -391,7 +440,7 @@ class KafkaProducer:
     async def close(self) -> None:
         """Wait for what is queued (outside a transaction) and release the worker thread."""
         producer, self._producer = self._producer, None
-        if producer is not None:
+        if producer is not None and not self._stuck:
             try:
                 await asyncio.get_running_loop().run_in_executor(self._executor, producer.flush, 1.0)
             except Exception:  # closing: the error was already raised where it happened

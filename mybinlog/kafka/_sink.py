@@ -29,7 +29,7 @@ from urllib.parse import parse_qsl
 
 from ..clickhouse import Checkpoint, checkpoint_from, checkpoint_json
 from ..ddl import render_create_table
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, TargetError
 from ..protocol._constants import MISSING
 from ..replication import RowChange, Transaction, TransactionalSink
 from ._envelope import Message, SourceInfo, TableEncoder, schema_change, topic_name
@@ -209,6 +209,7 @@ class KafkaSink(TransactionalSink):
         self.producer = KafkaProducer(self.settings)
         self._encoders = _Encoders(tombstones)
         self._started = False
+        self._stale = False  # a transaction failed: the producer is replaced before the next checkpoint read
         self._load_position: BinlogPosition | None = None
         self._last: BinlogPosition | None = None
 
@@ -239,6 +240,15 @@ class KafkaSink(TransactionalSink):
                 "" if self.producer.mode == "exactly-once" else ": a crash may repeat the last batch",
             )
             position = self.producer.position
+        elif self._stale:
+            # after a failed transaction (a broker restarted or unreachable), librdkafka's producer can stay stuck
+            # in it: a new one (init_transactions aborts the open transaction) starts from the committed position
+            await self.producer.close()
+            self.producer = KafkaProducer(self.settings)
+            await self.producer.start()
+            self._stale = False
+            log.info("replica %s: a new producer after a failed transaction", self.replica)
+            position = self.producer.position
         else:
             position = await self.producer.read_position()
         if position is None:
@@ -254,8 +264,7 @@ class KafkaSink(TransactionalSink):
             end = txn.end
             for i, change in enumerate(txn.changes):
                 messages.extend(self._messages(change, end, "false", i, now))
-        await self.producer.ensure_topics(dict.fromkeys(t for t, _ in messages))
-        await self.producer.commit(messages, checkpoint_json(checkpoint))
+        await self._commit(messages, checkpoint_json(checkpoint))
         self._last = checkpoint.position
         log.info(
             "%s: checkpoint at %s after %d rows (epoch %d, seq %d)",
@@ -265,6 +274,14 @@ class KafkaSink(TransactionalSink):
             checkpoint.epoch,
             checkpoint.seq,
         )
+
+    async def _commit(self, messages: list[tuple[str, Message]], position: dict[str, Any] | None) -> None:
+        try:
+            await self.producer.ensure_topics(dict.fromkeys(t for t, _ in messages))
+            await self.producer.commit(messages, position)
+        except TargetError:
+            self._stale = True
+            raise
 
     def load_payload(self, table: Any, rows: list[tuple[Any, ...]], position: BinlogPosition) -> list[RowChange]:
         self._load_position = position
@@ -278,8 +295,7 @@ class KafkaSink(TransactionalSink):
         messages: list[tuple[str, Message]] = []
         for i, change in enumerate(changes):
             messages.extend(self._messages(change, position, "true", i, now, table))
-        await self.producer.ensure_topics([self.topic(table.name)])
-        await self.producer.commit(messages, None)
+        await self._commit(messages, None)
 
     async def schema_change(self, kind: str, name: str, definition: TableDef | None) -> str | None:
         position = self._last
@@ -301,8 +317,7 @@ class KafkaSink(TransactionalSink):
         else:
             ddl = render_create_table(definition, qualified=False)
         message = schema_change(source, self.database, ddl, table=definition, change=_CHANGE.get(kind, "ALTER"))
-        await self.producer.ensure_topics([self.prefix])
-        await self.producer.commit([(self.prefix, message)], None)
+        await self._commit([(self.prefix, message)], None)
         return None  # Kafka follows every DDL: the next messages of the table carry its new columns
 
     # -- messages ------------------------------------------------------------------------------------------------

