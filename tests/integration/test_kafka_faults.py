@@ -18,14 +18,19 @@ from __future__ import annotations
 
 import os
 import random
+import re
+import signal
+import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from mybinlog.kafka import topic_name
 from mybinlog.testing import MariaDBServer
 from tests.faults import PausableWriter, ReplicateProcess, execute, source_dsn
 from tests.integration.test_kafka_sink import _check_table, _once_in_order
+from tests.kafka_check import read_partition
 
 pytestmark = pytest.mark.integration
 
@@ -58,8 +63,10 @@ def _seed() -> int:
     return int.from_bytes(os.urandom(4), "big")
 
 
-def _replicate(server: MariaDBServer, db: str, target: str, *extra: str) -> ReplicateProcess:
-    return ReplicateProcess(source_dsn(server), server.repl_password, target, db, *extra)
+def _replicate(
+    server: MariaDBServer, db: str, target: str, *extra: str, failpoints: str | None = None
+) -> ReplicateProcess:
+    return ReplicateProcess(source_dsn(server), server.repl_password, target, db, *extra, failpoints=failpoints)
 
 
 async def test_broker_killed_and_restarted_mid_stream(
@@ -101,4 +108,53 @@ async def test_broker_killed_and_restarted_mid_stream(
     assert len(runs) == 1, f"replicate exited instead of retrying:\n{runs[0].tail()}"
     assert writer.transactions > 0
     _once_in_order(_check_table(broker.bootstrap, "brk", db, server, "t"))
+    server.drop_database(db)
+
+
+def _wait_lock_free(server: MariaDBServer, name: str, timeout: float = 60.0) -> None:
+    """Until the source released the replica lock ``name`` (it drops a paused holder's connection after the lease)."""
+    deadline = time.monotonic() + timeout
+    while server.query(f"SELECT IS_FREE_LOCK('{name}')")[0][0] != 1:
+        assert time.monotonic() < deadline, f"the source kept the lock {name} for {timeout} s"
+        time.sleep(0.05)  # polling the server's state until the condition holds (bounded by the deadline)
+
+
+async def test_paused_former_leader_is_fenced(mariadb: MariaDBServer, kafka_server: Any) -> None:
+    """A pauses itself (fail point ``kafka.before_commit=3@stop``) with a batch's messages and position sent and its
+    transaction open: the window no lease closes. Once the source released its lock (the lease), B starts on the
+    same replica: its ``init_transactions`` fences A's producer and aborts A's transaction; B writes. Resumed, A's
+    commit is refused (``ReplicaLockedError``, exit 4), and none of A's open batch is visible."""
+    server = mariadb
+    db = server.create_database("kafka_paused_leader")
+    target = f"kafka://{kafka_server.bootstrap}?prefix=pause"
+    execute(server, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+    writer = _Writer(server, db, _seed())
+    writer.start()
+    a = _replicate(server, db, target, "--lease-seconds", "2", failpoints="kafka.before_commit=3@stop")
+    try:
+        lock = re.search(r"holds the replica lock (\S+)", a.wait_for("holds the replica lock"))
+        assert lock is not None
+        a.wait_for("fail point kafka.before_commit reached: stopping", timeout=60)
+        pending = [r for r in read_partition(kafka_server.bootstrap, topic_name("pause", db, "t")) if r.pending]
+        assert pending, "A's paused batch should be in the log without a marker"
+        _wait_lock_free(server, lock.group(1))
+        with _replicate(server, db, target, "--lease-seconds", "2") as b:
+            b.wait_for("EXACTLY-ONCE")  # its init_transactions fenced A's producer
+            b.wait_for("checkpoint at", start=len(b.lines))  # B wrote after the takeover
+            os.kill(a.proc.pid, signal.SIGCONT)
+            rc = a.wait_exit(60)
+            assert rc == 4, f"the paused former leader went on (exit {rc}):\n{a.tail()}"
+            writer.finish()
+            b.wait_caught_up(server, timeout=60)
+            assert b.stop() == 0, b.tail()
+    finally:
+        if a.proc.poll() is None:
+            os.kill(a.proc.pid, signal.SIGCONT)
+        a.kill()
+        if writer.is_alive():
+            writer.finish()
+    assert "ReplicaLockedError" in a.log or "another producer" in a.log, a.tail()
+    records = {r.offset: r for r in read_partition(kafka_server.bootstrap, topic_name("pause", db, "t"))}
+    assert not any(records[r.offset].visible for r in pending), "a record of the fenced leader's batch is visible"
+    _once_in_order(_check_table(kafka_server.bootstrap, "pause", db, server, "t"))
     server.drop_database(db)
