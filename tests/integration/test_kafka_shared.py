@@ -1,0 +1,123 @@
+"""``mybinlog replicate --config FILE`` with a ClickHouse (chdb) replica and a Kafka replica of one source database:
+the binlog is read once for both (the status document shows them on one dispatcher of one binlog client), a writer
+runs meanwhile, and both replicas end exact: chdb compared with the source row by row (tests/compare.py), the topic
+rebuilt from the visible messages (tests/kafka_check.py) and each key's chain of changes unbroken.
+
+MariaDB only: the shared connection is the same code for both flavours (tests/integration/cli/test_replicate_config.py
+runs it on both with ClickHouse replicas); what is new here is a Kafka replica on it.
+
+Not tested: a slow Kafka replica detached from the shared connection. A proxy in front of the broker does not slow
+the producer (a Kafka client connects to the addresses the broker advertises, not to the bootstrap address); the
+detach itself is the sharing layer's, whatever the sink (test_replicate_config.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mybinlog.errors import StatusReadError
+from mybinlog.status import read_status
+from tests.compare import assert_replica_equal
+from tests.faults import ReplicateProcess, source_dsn
+from tests.integration.test_kafka_faults import _seed, _Writer
+from tests.integration.test_kafka_sink import _check_table, _once_in_order
+from tests.servers import MariaDBServer
+
+pytestmark = pytest.mark.integration
+
+PASSWORD_VARIABLE = "KAFKA_SHARED_PASSWORD"
+
+
+async def _poll(predicate: Callable[[], Awaitable[bool]], what: str, limit_s: float = 60.0) -> None:
+    """Until ``await predicate()`` holds: the state is in another process, nothing to wait on."""
+
+    async def loop() -> None:
+        while not await predicate():  # noqa: ASYNC110 - polling another process
+            await asyncio.sleep(0.05)
+
+    try:
+        await asyncio.wait_for(loop(), limit_s)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting until {what}") from None
+
+
+async def test_clickhouse_and_kafka_replicas_share_one_binlog_connection(
+    mariadb: MariaDBServer, kafka_server: Any, tmp_path: Path
+) -> None:
+    server = mariadb
+    db = server.create_database("kafka_shared")
+    server.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v INT)")
+    server.execute(f"INSERT INTO `{db}`.t VALUES (-1, 1), (-2, 2)")
+    chdb_dir = tmp_path / "chdb"
+    sock = tmp_path / "status.sock"
+    ch_name, kafka_name = "shared_ch", "shared_kafka"
+    config = tmp_path / "replicas.toml"
+    config.write_text(
+        f"""
+[status]
+address = "unix:{sock}"
+
+[settings]
+max_flush_data_time = 100
+max_rows_in_buffer = 500
+
+[sources.main]
+dsn = "{source_dsn(server)}"
+password_env = "{PASSWORD_VARIABLE}"
+
+[targets.local]
+url = "chdb://{chdb_dir}"
+
+[targets.bus]
+url = "kafka://{kafka_server.bootstrap}?prefix=shared"
+
+[replicas.{ch_name}]
+target = "local"
+database = "{db}"
+target_database = "{ch_name}"
+
+[replicas.{kafka_name}]
+target = "bus"
+database = "{db}"
+""",
+        encoding="utf-8",
+    )
+    names = {ch_name, kafka_name}
+    address = f"unix:{sock}"
+    status: dict[str, Any] = {}
+
+    async def one_dispatcher() -> bool:
+        nonlocal status
+        try:
+            status = await read_status(address)
+        except StatusReadError:
+            return False
+        rows = status["mysql_binlogs"]
+        return {r["name"] for r in rows} == names and len({r["dispatcher_name"] for r in rows}) == 1
+
+    writer = _Writer(server, db, _seed())
+    with ReplicateProcess.with_config(config, env={PASSWORD_VARIABLE: server.repl_password}) as rep:
+        await _poll(one_dispatcher, "both replicas stream on one dispatcher")
+        assert len({r["binlog_client_name"] for r in status["mysql_binlogs"]}) == 1, status["mysql_binlogs"]
+        writer.start()
+        try:
+            for name in names:  # both write while the writer runs
+                rep.wait_for(f" {name}: checkpoint at ", start=len(rep.lines))
+        finally:
+            writer.finish()
+        assert writer.transactions > 0
+        for name in names:
+            rep.wait_caught_up(server, replica=name, timeout=60)
+        await _poll(one_dispatcher, "both replicas still on one dispatcher")
+        replicas = {r["replica"]: r for r in status["replicas"]}
+        assert all(r["detaches"] == 0 and r["state"] == "streaming" for r in replicas.values()), replicas
+        assert rep.stop() == 0, rep.tail()
+    assert " ERROR " not in rep.log, rep.tail()
+    assert await assert_replica_equal(server, db, f"chdb://{chdb_dir}", target_database=ch_name) > 2
+    _once_in_order(_check_table(kafka_server.bootstrap, "shared", db, server, "t"))
+    server.drop_database(db)
