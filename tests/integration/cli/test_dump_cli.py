@@ -585,3 +585,6 @@ def test_live_tail_prints_each_transaction_without_waiting_for_more(server: Mari
         sel.close()
         proc.terminate()
         proc.wait(timeout=TIMEOUT)
+        proc.stdout.close()
+        if proc.stderr is not None:
+            proc.stderr.close()

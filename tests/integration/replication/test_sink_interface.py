@@ -120,4 +120,6 @@ def _kill_rounds(server: MariaDBServer, db: str, path: Path) -> None:
         finally:
             child.send_signal(signal.SIGKILL)
             child.wait(30)
-        assert child.returncode == -signal.SIGKILL, (child.stderr.read() if child.stderr else b"").decode()[-2000:]
+        assert child.stderr is not None
+        with child.stderr:
+            assert child.returncode == -signal.SIGKILL, child.stderr.read().decode()[-2000:]
