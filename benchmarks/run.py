@@ -60,7 +60,7 @@ sys.path.insert(0, str(BENCH_DIR))
 
 from _common import environment, fmt_cell, machine  # noqa: E402
 
-ORDER = ["decode", "fanout", "filtering", "memory", "txn_memory", "scale", "e2e", "snapshot"]
+ORDER = ["decode", "fanout", "filtering", "memory", "txn_memory", "scale", "e2e", "kafka", "snapshot"]
 # seconds a benchmark may take before it is stopped (quick, full)
 TIMEOUTS = {"quick": 240.0, "full": 7200.0}
 
@@ -83,6 +83,7 @@ GOALS: dict[str, list[tuple[str, float]]] = {
     "fanout": [("8 consumers through one shared connection cost <= 1.5x one consumer (reading + server CPU)", 1.5)],
     "e2e": [("`replicate` catch-up >= 0.9x a direct bulk insert of the same rows, chdb and the ClickHouse server",
              0.9)],
+    "kafka": [(">= 100k rows/s into Kafka exactly-once (Tansu), catch-up of a backlog", 100_000.0)],
     "snapshot": [("snapshot of 1M rows: the whole command (start-up included) >= 1.5x the single-threaded copy "
                   "(pymysql stream into chdb), local[2]", 1.5)],
     # issue 24: cost with the number of tables (lower is better: ratios and seconds), memory of one big transaction
