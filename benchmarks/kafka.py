@@ -57,6 +57,7 @@ async def _catch_up(server: MariaDBServer, sink: Any, db: str, replica: str) -> 
 
 
 async def main_async(quick: bool) -> dict[str, Any]:
+    began = time.perf_counter()
     rows = 50_000 if quick else 200_000
     with tempfile.TemporaryDirectory(prefix="mybinlog-bench-kafka-") as tmp:
         server = MariaDBServer(Path(tmp) / "mariadb", name="bench-kafka")
@@ -114,6 +115,7 @@ async def main_async(quick: bool) -> dict[str, Any]:
         "name": "kafka",
         "title": "Kafka output: exactly-once catch-up beside chdb",
         "quick": quick,
+        "seconds": round(time.perf_counter() - began, 1),
         "tables": [
             {
                 "title": "catch-up of a backlog (rows/s, median)",
