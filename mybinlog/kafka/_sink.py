@@ -64,6 +64,7 @@ class KafkaTarget:
     partitions: int = 1
     tombstones: bool = True
     topic_pattern: str = _DEFAULT_PATTERN
+    timeout: float = 30.0
 
     @property
     def description(self) -> str:
@@ -79,6 +80,7 @@ class KafkaTarget:
             partitions=self.partitions,
             tombstones=self.tombstones,
             topic_pattern=self.topic_pattern,
+            timeout=self.timeout,
         )
 
 
@@ -92,8 +94,8 @@ def _bool(value: str, key: str) -> bool:
 
 def parse_kafka_url(url: str) -> KafkaTarget:
     """``kafka://host:port[,host:port...][?prefix=P&transactional=auto|true|false&partitions=N&tombstones=true|false
-    &topic_pattern=PATTERN]``: refuses anything else (an unknown parameter, a host without a port, a path, a user or
-    password: Kafka's SASL settings are not taken from a URL) with :class:`ConfigurationError`."""
+    &topic_pattern=PATTERN&timeout=SECONDS]``: refuses anything else (an unknown parameter, a host without a port, a
+    path, a user or password: Kafka's SASL settings are not taken from a URL) with :class:`ConfigurationError`."""
     if not url.startswith("kafka://"):
         raise ConfigurationError(f"a Kafka target starts with kafka:// (kafka://broker:9092), not {url[:40]!r}")
     rest = url[len("kafka://") :]
@@ -109,7 +111,7 @@ def parse_kafka_url(url: str) -> KafkaTarget:
             raise ConfigurationError(
                 f"the Kafka target's broker {broker!r} is not host:port (kafka://broker:9092[,broker2:9092])"
             )
-    known = {"prefix", "transactional", "partitions", "tombstones", "topic_pattern"}
+    known = {"prefix", "transactional", "partitions", "tombstones", "topic_pattern", "timeout"}
     params: dict[str, str] = {}
     try:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
@@ -135,6 +137,14 @@ def parse_kafka_url(url: str) -> KafkaTarget:
         partitions = 0
     if partitions < 1:
         raise ConfigurationError(f"the Kafka target's partitions={params['partitions']!r} is not a positive number")
+    try:
+        timeout = float(params.get("timeout", "30"))
+    except ValueError:
+        timeout = 0.0
+    if not 0 < timeout < 3600:
+        raise ConfigurationError(
+            f"the Kafka target's timeout={params['timeout']!r} is not a number of seconds (0 < timeout < 3600)"
+        )
     pattern = params.get("topic_pattern", _DEFAULT_PATTERN)
     try:
         topic_name(prefix, "d", "t", pattern)
@@ -149,6 +159,7 @@ def parse_kafka_url(url: str) -> KafkaTarget:
         partitions=partitions,
         tombstones=_bool(params.get("tombstones", "true"), "tombstones"),
         topic_pattern=pattern,
+        timeout=timeout,
     )
 
 

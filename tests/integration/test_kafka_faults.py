@@ -75,7 +75,7 @@ async def test_broker_killed_and_restarted_mid_stream(
     server = mariadb
     broker = kafka_factory(durable=True)
     db = server.create_database("kafka_broker_restart")
-    target = f"kafka://{broker.bootstrap}?prefix=brk"
+    target = f"kafka://{broker.bootstrap}?prefix=brk&timeout=5"  # a batch in flight fails after 5 s, not 30
     execute(server, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
     writer = _Writer(server, db, _seed())
     writer.start()

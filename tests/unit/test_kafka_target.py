@@ -25,6 +25,8 @@ def test_a_kafka_url_and_its_sink() -> None:
     assert isinstance(sink, KafkaSink)
     assert sink.topic("orders") == "shop.shop.orders"
     assert (sink.settings.replica, sink.settings.partitions, sink.description) == ("shop_r", 3, target.description)
+    assert sink.settings.timeout == 30.0
+    assert parse_kafka_url("kafka://k1:9092?timeout=2.5").sink(replica="r", database="d").settings.timeout == 2.5
 
 
 @pytest.mark.parametrize(
@@ -45,6 +47,8 @@ def test_a_kafka_url_and_its_sink() -> None:
         ("kafka://broker:9092?partitions=0", "is not a positive number"),
         ("kafka://broker:9092?partitions=x", "is not a positive number"),
         ("kafka://broker:9092?topic_pattern={schema}.{table}", "may use only"),
+        ("kafka://broker:9092?timeout=0", "is not a number of seconds"),
+        ("kafka://broker:9092?timeout=soon", "is not a number of seconds"),
         ("kafka://broker:9092?garbage", "kafka://"),
         ("kafkaa://broker:9092", "starts with kafka://"),
     ],
