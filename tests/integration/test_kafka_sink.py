@@ -18,7 +18,7 @@ import pytest
 from mybinlog.ddl import parse_create_table
 from mybinlog.kafka import TableEncoder, topic_name
 from mybinlog.testing import MariaDBServer
-from tests.faults import ReplicateProcess, execute, source_dsn
+from tests.faults import STREAMING, ReplicateProcess, execute, source_dsn
 from tests.kafka_check import Record, compare_with_mysql, read_partition, read_topic, rebuild
 
 pytestmark = pytest.mark.integration
@@ -155,6 +155,9 @@ async def test_crash_between_the_messages_and_the_position_commit(mariadb: Maria
     execute(server, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
     _writes(server, db, rng, ids, 5)
     with _replicate(server, db, target, failpoints="kafka.before_commit=3") as rep:
+        # streaming first: the two checkpoints around the initial load are commits 1 and 2, so a batch of the writes
+        # below is the 3rd (written before the load ends, they were all in the load: no 3rd commit ever came)
+        rep.wait_for(STREAMING)
         _writes(server, db, rng, ids, 30)
         assert rep.wait_exit(60) == -9, rep.tail()  # killed itself with the batch sent, its transaction open
     records = read_partition(kafka_server.bootstrap, topic_name("fp", db, "t"))
