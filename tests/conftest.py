@@ -80,6 +80,10 @@ ORCHESTRATION_MODULES = frozenset(
         "test_failover_replicate",
         "test_fault_probes",
         "test_faults",
+        "test_kafka_faults",  # the broker's restart and the producer's fencing: the same for both implementations
+        "test_kafka_producer",
+        "test_kafka_server",
+        "test_kafka_shared",
         "test_ha",
         "test_load_shutdown",
         "test_observability",

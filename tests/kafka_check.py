@@ -15,12 +15,30 @@ Compressed batches are not read (the producer under test does not compress: the 
 from __future__ import annotations
 
 import json
+import os
+import random
 import socket
 import struct
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Record", "compare_with_mysql", "read_partition", "read_topic", "rebuild"]
+from mybinlog.ddl import parse_create_table
+from mybinlog.kafka import TableEncoder, topic_name
+from mybinlog.testing import MariaDBServer
+from tests.faults import PausableWriter
+
+__all__ = [
+    "ChainWriter",
+    "Record",
+    "check_table",
+    "compare_with_mysql",
+    "once_in_order",
+    "random_seed",
+    "read_partition",
+    "read_topic",
+    "rebuild",
+    "source_rows",
+]
 
 _FETCH = 1
 _CONTROL = 0x20
@@ -223,3 +241,75 @@ def compare_with_mysql(rows: dict[str, dict[str, Any]], source_rows: list[dict[s
     assert not extra, f"{len(extra)} keys only in Kafka: {extra[:5]}"
     for k, row in expected.items():
         assert rows[k] == row, f"row {k}: Kafka has {rows[k]}, the source {row}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the Kafka tests' checks and workload
+
+
+def source_rows(server: Any, db: str, table: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The rows of ``db.table`` in Debezium's value forms (the envelope's encoder, fed by SELECT), and its key."""
+    create = server.query(f"SHOW CREATE TABLE `{db}`.`{table}`")[0][1]
+    encoder = TableEncoder(parse_create_table(create, db))
+    rows = [encoder.row(values) for values in server.query(f"SELECT * FROM `{db}`.`{table}`")]
+    return rows, list(encoder.table.primary_key)
+
+
+def check_table(bootstrap: str, prefix: str, db: str, server: Any, table: str) -> list[Record]:
+    records = read_partition(bootstrap, topic_name(prefix, db, table))
+    assert not any(r.pending for r in records), "a transaction without a marker after the replica stopped"
+    visible = [r for r in records if r.visible]
+    rows, key = source_rows(server, db, table)
+    compare_with_mysql(rebuild(visible), rows, key)
+    return visible
+
+
+def once_in_order(records: list[Record]) -> None:
+    """Each key's messages form one chain: a create (or load read) on an absent key, then updates whose ``before``
+    is the previous ``after``, a delete of the current row (and its tombstone): a repeated or missing change breaks
+    the chain."""
+    state: dict[str, dict[str, Any] | None] = {}
+    for r in records:
+        key = json.dumps(json.loads(r.key or b"null"), sort_keys=True)
+        if r.value is None:
+            assert state.get(key) is None, f"offset {r.offset}: a tombstone of a live key {key}"
+            continue
+        message = json.loads(r.value)
+        op, before, after = message["op"], message["before"], message["after"]
+        if op in ("c", "r"):
+            assert state.get(key) is None, f"offset {r.offset}: {op} of {key}, which exists: a change repeated"
+            state[key] = after
+        else:
+            now = state.get(key)
+            # a column added by a DDL since the row's last message appears in ``before`` only
+            same = now is not None and {c: v for c, v in before.items() if c in now} == now
+            assert same, f"offset {r.offset}: {op} of {key} from {before}, not {now}"
+            state[key] = after if op == "u" else None
+
+
+class ChainWriter(PausableWriter):
+    """Small transactions into ``t (id INT PRIMARY KEY, v INT)``: an insert, an update of a live row, sometimes a
+    delete (the chain check of each key then sees every kind of change)."""
+
+    autocommit = False
+
+    def __init__(self, server: MariaDBServer, db: str, seed: int) -> None:
+        super().__init__(server, db)
+        self.rng = random.Random(seed)
+        self.ids: list[int] = []
+
+    def write_some(self, conn: Any) -> int:
+        new = (self.ids[-1] if self.ids else 0) + 1
+        self.ids.append(new)
+        with conn.cursor() as cur:
+            cur.execute(f"INSERT INTO t VALUES ({new}, 0)")
+            cur.execute(f"UPDATE t SET v = v + 1 WHERE id = {self.rng.choice(self.ids)}")
+            if self.rng.random() < 0.2 and len(self.ids) > 2:
+                cur.execute(f"DELETE FROM t WHERE id = {self.ids.pop(self.rng.randrange(len(self.ids) - 1))}")
+        conn.commit()
+        self._stop_flag.wait(0.005)  # pacing (not synchronisation): a few thousand transactions over the test
+        return 1
+
+
+def random_seed() -> int:
+    return int.from_bytes(os.urandom(4), "big")

@@ -15,53 +15,17 @@ from typing import Any
 
 import pytest
 
-from mybinlog.ddl import parse_create_table
-from mybinlog.kafka import TableEncoder, topic_name
+from mybinlog.kafka import topic_name
 from mybinlog.testing import MariaDBServer
 from tests.faults import STREAMING, ReplicateProcess, execute, source_dsn
-from tests.kafka_check import Record, compare_with_mysql, read_partition, read_topic, rebuild
+from tests.kafka_check import (
+    check_table,
+    once_in_order,
+    read_partition,
+    read_topic,
+)
 
 pytestmark = pytest.mark.integration
-
-
-def _source_rows(server: Any, db: str, table: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """The rows of ``db.table`` in Debezium's value forms (the envelope's encoder, fed by SELECT), and its key."""
-    create = server.query(f"SHOW CREATE TABLE `{db}`.`{table}`")[0][1]
-    encoder = TableEncoder(parse_create_table(create, db))
-    rows = [encoder.row(values) for values in server.query(f"SELECT * FROM `{db}`.`{table}`")]
-    return rows, list(encoder.table.primary_key)
-
-
-def _check_table(bootstrap: str, prefix: str, db: str, server: Any, table: str) -> list[Record]:
-    records = read_partition(bootstrap, topic_name(prefix, db, table))
-    assert not any(r.pending for r in records), "a transaction without a marker after the replica stopped"
-    visible = [r for r in records if r.visible]
-    rows, key = _source_rows(server, db, table)
-    compare_with_mysql(rebuild(visible), rows, key)
-    return visible
-
-
-def _once_in_order(records: list[Record]) -> None:
-    """Each key's messages form one chain: a create (or load read) on an absent key, then updates whose ``before``
-    is the previous ``after``, a delete of the current row (and its tombstone): a repeated or missing change breaks
-    the chain."""
-    state: dict[str, dict[str, Any] | None] = {}
-    for r in records:
-        key = json.dumps(json.loads(r.key or b"null"), sort_keys=True)
-        if r.value is None:
-            assert state.get(key) is None, f"offset {r.offset}: a tombstone of a live key {key}"
-            continue
-        message = json.loads(r.value)
-        op, before, after = message["op"], message["before"], message["after"]
-        if op in ("c", "r"):
-            assert state.get(key) is None, f"offset {r.offset}: {op} of {key}, which exists: a change repeated"
-            state[key] = after
-        else:
-            now = state.get(key)
-            # a column added by a DDL since the row's last message appears in ``before`` only
-            same = now is not None and {c: v for c, v in before.items() if c in now} == now
-            assert same, f"offset {r.offset}: {op} of {key} from {before}, not {now}"
-            state[key] = after if op == "u" else None
 
 
 def _replicate(server: Any, db: str, target: str, *extra: str, failpoints: str | None = None) -> ReplicateProcess:
@@ -78,7 +42,7 @@ async def test_replicate_into_kafka_load_dml_ddl(server: MariaDBServer, kafka_se
     with _replicate(server, db, target, "--once") as rep:  # the initial load
         assert rep.wait_exit(60) == 0, rep.tail()
         assert "EXACTLY-ONCE" in rep.log
-    loaded = _check_table(kafka_server.bootstrap, prefix, db, server, "t")
+    loaded = check_table(kafka_server.bootstrap, prefix, db, server, "t")
     assert [json.loads(r.value or b"{}")["op"] for r in loaded] == ["r", "r", "r"]
     execute(server, db, "INSERT INTO t VALUES (4, 'd', 4.25, '2026-02-02 00:00:01')",
             "UPDATE t SET v = 'bb', d = 2.00 WHERE id = 2", "UPDATE t SET id = 10 WHERE id = 1",
@@ -99,8 +63,8 @@ database = "{db}"
 """)
     with ReplicateProcess.with_config(config, "--once", env={"KAFKA_TEST_PASSWORD": server.repl_password}) as rep:
         assert rep.wait_exit(60) == 0, rep.tail()
-    _once_in_order(_check_table(kafka_server.bootstrap, prefix, db, server, "t"))
-    _check_table(kafka_server.bootstrap, prefix, db, server, "u")
+    once_in_order(check_table(kafka_server.bootstrap, prefix, db, server, "t"))
+    check_table(kafka_server.bootstrap, prefix, db, server, "u")
     ddl = [json.loads(r.value or b"{}") for r in read_topic(kafka_server.bootstrap, prefix)]
     altered = [m for m in ddl if m["tableChanges"] and m["tableChanges"][0]["type"] == "ALTER"]
     assert [c["name"] for c in altered[-1]["tableChanges"][0]["table"]["columns"]] == ["id", "v", "d", "ts", "n"]
@@ -141,7 +105,7 @@ async def test_sigkills_mid_stream_each_change_once_in_order(mariadb: MariaDBSer
             rep.kill()
     with _replicate(server, db, target, "--once") as rep:
         assert rep.wait_exit(60) == 0, rep.tail()
-    _once_in_order(_check_table(kafka_server.bootstrap, "kill", db, server, "t"))
+    once_in_order(check_table(kafka_server.bootstrap, "kill", db, server, "t"))
     server.drop_database(db)
 
 
@@ -166,5 +130,5 @@ async def test_crash_between_the_messages_and_the_position_commit(mariadb: Maria
         assert rep.wait_exit(60) == 0, rep.tail()
     records = read_partition(kafka_server.bootstrap, topic_name("fp", db, "t"))
     assert any(not r.visible for r in records), "the killed batch's messages are in the log but not visible"
-    _once_in_order(_check_table(kafka_server.bootstrap, "fp", db, server, "t"))
+    once_in_order(check_table(kafka_server.bootstrap, "fp", db, server, "t"))
     server.drop_database(db)

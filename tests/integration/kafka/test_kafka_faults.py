@@ -17,7 +17,6 @@ flavours; the flavours' binlogs into Kafka are covered by test_kafka_sink.py.
 from __future__ import annotations
 
 import os
-import random
 import re
 import signal
 import time
@@ -28,39 +27,10 @@ import pytest
 
 from mybinlog.kafka import topic_name
 from mybinlog.testing import MariaDBServer
-from tests.faults import PausableWriter, ReplicateProcess, execute, source_dsn
-from tests.integration.test_kafka_sink import _check_table, _once_in_order
-from tests.kafka_check import read_partition
+from tests.faults import ReplicateProcess, execute, source_dsn
+from tests.kafka_check import ChainWriter, check_table, once_in_order, random_seed, read_partition
 
 pytestmark = pytest.mark.integration
-
-
-class _Writer(PausableWriter):
-    """Small transactions into ``t (id INT PRIMARY KEY, v INT)``: an insert, an update of a live row, sometimes a
-    delete (the chain check of each key then sees every kind of change)."""
-
-    autocommit = False
-
-    def __init__(self, server: MariaDBServer, db: str, seed: int) -> None:
-        super().__init__(server, db)
-        self.rng = random.Random(seed)
-        self.ids: list[int] = []
-
-    def write_some(self, conn: Any) -> int:
-        new = (self.ids[-1] if self.ids else 0) + 1
-        self.ids.append(new)
-        with conn.cursor() as cur:
-            cur.execute(f"INSERT INTO t VALUES ({new}, 0)")
-            cur.execute(f"UPDATE t SET v = v + 1 WHERE id = {self.rng.choice(self.ids)}")
-            if self.rng.random() < 0.2 and len(self.ids) > 2:
-                cur.execute(f"DELETE FROM t WHERE id = {self.ids.pop(self.rng.randrange(len(self.ids) - 1))}")
-        conn.commit()
-        self._stop_flag.wait(0.005)  # pacing (not synchronisation): a few thousand transactions over the test
-        return 1
-
-
-def _seed() -> int:
-    return int.from_bytes(os.urandom(4), "big")
 
 
 def _replicate(
@@ -77,7 +47,7 @@ async def test_broker_killed_and_restarted_mid_stream(
     db = server.create_database("kafka_broker_restart")
     target = f"kafka://{broker.bootstrap}?prefix=brk&timeout=5"  # a batch in flight fails after 5 s, not 30
     execute(server, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
-    writer = _Writer(server, db, _seed())
+    writer = ChainWriter(server, db, random_seed())
     writer.start()
     runs: list[ReplicateProcess] = []
     try:
@@ -107,7 +77,7 @@ async def test_broker_killed_and_restarted_mid_stream(
             run.kill()
     assert len(runs) == 1, f"replicate exited instead of retrying:\n{runs[0].tail()}"
     assert writer.transactions > 0
-    _once_in_order(_check_table(broker.bootstrap, "brk", db, server, "t"))
+    once_in_order(check_table(broker.bootstrap, "brk", db, server, "t"))
     server.drop_database(db)
 
 
@@ -128,7 +98,7 @@ async def test_paused_former_leader_is_fenced(mariadb: MariaDBServer, kafka_serv
     db = server.create_database("kafka_paused_leader")
     target = f"kafka://{kafka_server.bootstrap}?prefix=pause"
     execute(server, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
-    writer = _Writer(server, db, _seed())
+    writer = ChainWriter(server, db, random_seed())
     writer.start()
     a = _replicate(server, db, target, "--lease-seconds", "2", failpoints="kafka.before_commit=3@stop")
     try:
@@ -156,5 +126,5 @@ async def test_paused_former_leader_is_fenced(mariadb: MariaDBServer, kafka_serv
     assert "ReplicaLockedError" in a.log or "another producer" in a.log, a.tail()
     records = {r.offset: r for r in read_partition(kafka_server.bootstrap, topic_name("pause", db, "t"))}
     assert not any(records[r.offset].visible for r in pending), "a record of the fenced leader's batch is visible"
-    _once_in_order(_check_table(kafka_server.bootstrap, "pause", db, server, "t"))
+    once_in_order(check_table(kafka_server.bootstrap, "pause", db, server, "t"))
     server.drop_database(db)

@@ -24,8 +24,7 @@ from mybinlog.errors import StatusReadError
 from mybinlog.status import read_status
 from tests.compare import assert_replica_equal
 from tests.faults import ReplicateProcess, source_dsn
-from tests.integration.test_kafka_faults import _seed, _Writer
-from tests.integration.test_kafka_sink import _check_table, _once_in_order
+from tests.kafka_check import ChainWriter, check_table, once_in_order, random_seed
 from tests.servers import MariaDBServer
 
 pytestmark = pytest.mark.integration
@@ -100,7 +99,7 @@ database = "{db}"
         rows = status["mysql_binlogs"]
         return {r["name"] for r in rows} == names and len({r["dispatcher_name"] for r in rows}) == 1
 
-    writer = _Writer(server, db, _seed())
+    writer = ChainWriter(server, db, random_seed())
     with ReplicateProcess.with_config(config, env={PASSWORD_VARIABLE: server.repl_password}) as rep:
         await _poll(one_dispatcher, "both replicas stream on one dispatcher")
         assert len({r["binlog_client_name"] for r in status["mysql_binlogs"]}) == 1, status["mysql_binlogs"]
@@ -119,5 +118,5 @@ database = "{db}"
         assert rep.stop() == 0, rep.tail()
     assert " ERROR " not in rep.log, rep.tail()
     assert await assert_replica_equal(server, db, f"chdb://{chdb_dir}", target_database=ch_name) > 2
-    _once_in_order(_check_table(kafka_server.bootstrap, "shared", db, server, "t"))
+    once_in_order(check_table(kafka_server.bootstrap, "shared", db, server, "t"))
     server.drop_database(db)

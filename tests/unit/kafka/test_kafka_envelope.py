@@ -16,7 +16,7 @@ from mybinlog.errors import ConfigurationError
 from mybinlog.kafka import SourceInfo, TableEncoder, encode_decimal, schema_change, topic_name
 from mybinlog.protocol._constants import MISSING
 
-DATA = Path(__file__).parent.parent / "data" / "debezium"
+DATA = Path(__file__).parents[2] / "data" / "debezium"
 # the fields of `source` that depend on the position and the table, compared exactly
 SOURCE_FIELDS = ("connector", "name", "db", "table", "server_id", "gtid", "file", "pos", "row")
 
