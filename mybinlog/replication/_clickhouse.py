@@ -398,6 +398,9 @@ class ClickHouseSink:
         (_spill.py). (Parts of XA transactions never do: the replicator says so.)"""
         return self.settings.engine != "collapsing" or self.target.capabilities.insert_deduplication_token
 
+    def entry_bytes(self, entry: Entry) -> int:
+        return entry_bytes(entry)
+
     def take(self) -> list[Entry]:
         """The entries of the transaction being read, taken out (a prepared XA transaction's, held until its
         COMMIT)."""

@@ -166,7 +166,8 @@ class Replicator:
         self._load_connects = 0  # initial loads that reached the source (a loss after one is a new outage)
         self._watch: SourceWatch | None = None
         self.flavor = "mariadb"
-        self._xa = XaHold(self.settings.max_bytes_of_prepared_xa)  # prepared XA transactions (_xa.py)
+        # prepared XA transactions (_xa.py), their rows counted as the sink holds them
+        self._xa = XaHold(self.settings.max_bytes_of_prepared_xa, self.sink.entry_bytes)
         self._xa_part: XaStatement | None = None  # the transaction being read is a part of an XA transaction
         self._gtid = ""  # the GTID of the transaction being read
         self._txn_start: BinlogPosition | None = None  # the boundary before the transaction being read

@@ -163,6 +163,9 @@ class TransactionalSink:
         if changes:
             self._txn.extend(changes)
 
+    def entry_bytes(self, entry: Any) -> int:
+        return len(entry) * _ROW_BYTES  # an entry of take(): a transaction's row changes
+
     def take(self) -> list[Any]:
         changes, self._txn = self._txn, []
         return [changes]

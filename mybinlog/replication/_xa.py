@@ -89,8 +89,9 @@ class XaHold:
     dropped (they are read again from the binlog at their COMMIT), so a transaction left prepared for days costs a
     few hundred bytes of metadata, not its rows."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, size: Callable[[Any], int] | None = None) -> None:
         self.limit = limit
+        self.size = size  # what one held entry costs in memory, about (the sink's entry_bytes); None: ClickHouse's
         self.held: dict[str, Held] = {}
         self.bytes = 0
 
@@ -110,7 +111,12 @@ class XaHold:
             logger.warning("XA transaction %s prepared again at %s before its COMMIT or ROLLBACK; the later wins",
                            xid, end)  # fmt: skip
         held = Held(xid, gtid, before, end, not entries)
-        size = _entries_size(entries) if entries else 0
+        if not entries:
+            size = 0
+        elif self.size is not None:
+            size = sum(map(self.size, entries))
+        else:
+            size = _entries_size(entries)
         if 0 < size <= self.limit:  # a transaction larger than the whole budget is read again at its COMMIT
             held.entries, held.size = entries, size
             self.bytes += size

@@ -79,6 +79,10 @@ async def test_an_outside_sink_replicates_load_dml_and_ddl_exactly(server: Any, 
         "DROP TABLE gone",
     ):
         _run(server, db, sql)
+    # an XA transaction prepared, another transaction in between, then committed: applied at its COMMIT
+    _run(server, db, "XA START 'x1'", "INSERT INTO t (id, v) VALUES (20, 'xa')", "XA END 'x1'", "XA PREPARE 'x1'")
+    _run(server, db, "INSERT INTO t (id, v) VALUES (21, 'between')")
+    _run(server, db, "XA COMMIT 'x1'")
     await _catch_up(server, db, path)
     assert _replica_rows(path) == _source_rows(server, db)
     server.drop_database(db)
