@@ -178,6 +178,8 @@ class ClickHouseSink:
         self._version_server = 0  # the server whose file numbers the versions use (0: not known yet)
         self._last_version = 0  # the version of the last transaction end seen: they never go backwards
 
+    kind = "ClickHouse"  # what the replicator's retry warnings name ("ClickHouse failed (...)")
+
     @property
     def description(self) -> str:
         """For logs and errors: the target's description (never its password) and the database."""

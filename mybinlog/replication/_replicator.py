@@ -316,7 +316,7 @@ class Replicator:
                 logger.warning(
                     "%s: %s failed (%s); starting again from the checkpoint in %.1f s",
                     self.replica,
-                    self.sink.description,
+                    getattr(self.sink, "kind", None) or self.sink.description,  # "ClickHouse failed"
                     exc,
                     delay,
                 )
