@@ -17,21 +17,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import time
 from collections.abc import Collection
-from dataclasses import replace
 from typing import Any, cast
 
 from anyio import EndOfStream
 
-from .. import ddl as _ddl
-from ..clickhouse import Checkpoint, Target, make_seq
+from ..clickhouse import Checkpoint, Target
 from ..errors import (
     BinlogDetachedError,
-    ConfigurationError,
     MybinlogError,
-    ReplicationError,
     SourceConnectionError,
     SourceError,
     TargetConnectionError,
@@ -45,19 +40,19 @@ from ..protocol._transaction import XaStatement, Xid, parse_xa_statement
 from ..sharing import Binlog, BinlogClient, get_binlog_client
 from ..source._dsn import DSN
 from ..source._lease import ReplicaLease, lease_name
-from ..source._session import SourceConnection, select_scope
+from ..source._session import SourceConnection
 from ..source._sql import quote_mysql_ident
 from ._clickhouse import ClickHouseSink
 from ._leader import Leader, NewTerm
-from ._load import copy_tables
-from ._observe import _LoadProgress, replica_snapshot
+from ._load import InitialLoad
+from ._observe import replica_snapshot
 from ._schema import SchemaTracker
 from ._settings import ReplicaStatus, ReplicationSettings
 from ._sink import Sink
 from ._startup import connect_source, replica_name
 from ._transactional import TransactionalSink
 from ._watch import SourceWatch
-from ._xa import XaHold, prepared_at, read_prepared
+from ._xa import XaHold, read_prepared
 from ._xa import reached as _reached
 
 __all__ = ["ReplicationSettings", "Replicator"]
@@ -157,13 +152,23 @@ class Replicator:
             flush=self._flush,
         )
         self.sink.tables = self.schema.tables
+        self.initial_load = InitialLoad(
+            replica=self.replica,
+            dsn=self.dsn,
+            database=database,
+            table_filter=self.table_filter,
+            settings=self.settings,
+            sink=self.sink,
+            leader=self.leader,
+            status=self.status,
+            save=self._save,
+        )
         if isinstance(self.sink, TransactionalSink):
             self.sink.status = self.status
         self._checkpoint: Checkpoint | None = None
         self._batch_started: float | None = None  # when the batch being gathered got its first transaction
         self._stop = asyncio.Event()
         self._binlog: Binlog | None = None
-        self._load_connects = 0  # initial loads that reached the source (a loss after one is a new outage)
         self._watch: SourceWatch | None = None
         self.flavor = "mariadb"
         # prepared XA transactions (_xa.py), their rows counted as the sink holds them
@@ -277,8 +282,8 @@ class Replicator:
                 if lease.failure is lost:
                     raise lost from None  # the replica lock waited for the source for the whole budget already
                 now = time.monotonic()
-                if load_failing_since is None or self._load_connects != connects_then:  # a new outage
-                    load_failing_since, connects_then, load_delay = now, self._load_connects, 0.2
+                if load_failing_since is None or self.initial_load.connects != connects_then:  # a new outage
+                    load_failing_since, connects_then, load_delay = now, self.initial_load.connects, 0.2
                 if self._stop.is_set() or now - load_failing_since + load_delay > s.source_retry_seconds:
                     raise SourceConnectionError(
                         f"{self.replica}: the source {self.dsn.display} went away during the initial load and stayed "
@@ -333,7 +338,7 @@ class Replicator:
         if cp is None or cp.loading is not None:
             self.leader.loading = True
             try:
-                cp = await self._initial_load(cp)
+                cp = await self.initial_load.run(cp)
             except SourceConnectionError as exc:
                 raise _LoadInterrupted(str(exc)) from exc  # starts over within source_retry_seconds (_run)
             finally:
@@ -377,144 +382,6 @@ class Replicator:
         batch, in this replicator's epoch."""
         await self.sink.settle()
         await self.leader.save(cp)
-
-    async def _initial_load(self, previous: Checkpoint | None) -> Checkpoint:
-        """Copy the tables that exist now, consistently with a binlog position, and return the first checkpoint.
-
-        Crash-safe: before it writes anything, the checkpoint row says the load is running and names every table it
-        may write (with those of an earlier unfinished load). A load is never continued: the next start drops those
-        tables and loads again, so rows deleted at the source meanwhile cannot stay, and a DDL in between is simply
-        part of the new load.
-        """
-        s = self.settings
-        self.status.state = "initial load"
-        leftovers = set(previous.loading or ()) if previous is not None else set()
-        async with await SourceConnection.connect(self.dsn) as src:
-            self._load_connects += 1  # the source is there: a later loss is a new outage (_run's retry budget)
-            watermark = await src.current_position()  # before the schemas: DDL after it is replayed
-            scope = await self._tables_in_scope(src)  # name -> (CREATE TABLE text, its definition)
-            names = list(scope)
-            marker = Checkpoint(
-                self.replica,
-                BinlogPosition("", 4),
-                source=self.dsn.display,
-                loading=sorted(leftovers | set(names)),
-                seq=previous.seq if previous is not None else make_seq(self.leader.epoch, 0),
-            )
-            if not leftovers:
-                await self.sink.prepare_load(names, [], self.leader)  # a first load: the tables must be empty
-            await self._save(marker)
-            if leftovers:
-                await self.sink.prepare_load(names, sorted(leftovers), self.leader)
-                logger.warning(
-                    "%s: an earlier initial load did not finish; dropped what it wrote (%s) and loading again",
-                    self.replica,
-                    ", ".join(sorted(leftovers)),
-                )
-            server_id = src.info.server_id
-            self.status.load_tables = len(names)
-            if s.initial_load == "none":
-                position = await src.current_position()
-                texts = {t: await src.show_create_table(self.database, t) for t in names}
-                for text in texts.values():
-                    await self.leader.confirm()
-                    await self.sink.create_table(_ddl.parse_create_table(text, self.database))
-                position = replace(position, server_id=server_id)
-                xa = await prepared_at(src, position, self.database)
-                cp = Checkpoint(self.replica, position, texts, source=self.dsn.display, seq=marker.seq,
-                                xa={xid: held.to_json() for xid, held in xa.items()})  # fmt: skip
-                await self._save(cp)
-                return cp
-            texts = {t: scope[t][0] for t in names}
-            # a collapsing load needs the exact position of its snapshot (MySQL: taken under a global read lock)
-            exact = await src.start_consistent_snapshot(locked=s.engine == "collapsing")
-            if exact is None and s.engine == "collapsing":
-                raise ConfigurationError(
-                    "the initial load of a collapsing replica needs the exact binlog position of its snapshot, "
-                    "which this server did not give; use engine='replacing' or start from an empty database "
-                    "(initial_load='none')"
-                )
-            start = replace(exact if exact is not None else watermark, server_id=server_id)
-            # XA transactions prepared before `start` and not resolved there: their rows are invisible to the
-            # snapshot and the stream starts after their prepared parts; held as if it had passed them (_xa.py)
-            xa = await prepared_at(src, start, self.database)
-            progress = _LoadProgress(self.replica, len(names), await src.estimated_rows(self.database, names))
-            self.status.load_estimate = progress.estimate
-            definitions = {t: scope[t][1] for t in names}
-            total = await copy_tables(self.sink, self.leader, self.status, src, self.database, definitions, start,
-                                      progress)  # fmt: skip
-            await src.commit()
-            after = {t: await src.show_create_table(self.database, t) for t in names}
-            changed = [t for t in names if _schema_text(after[t]) != _schema_text(texts[t])]
-            if changed:
-                raise ReplicationError(
-                    f"the schema of {', '.join(changed)} changed during the initial load; run replicate again "
-                    "(it starts the load over) and avoid DDL on these tables until it is done"
-                )
-        progress.finish(total)
-        cp = Checkpoint(self.replica, start, texts, source=self.dsn.display, seq=marker.seq,
-                        xa={xid: held.to_json() for xid, held in xa.items()})  # fmt: skip
-        await self._save(cp)
-        logger.info("%s: initial load copied %d rows of %d tables at %s", self.replica, total, len(names), start)
-        self.status.rows_written += total
-        return cp
-
-    async def _tables_in_scope(self, src: SourceConnection) -> dict[str, tuple[str, _ddl.TableDef]]:
-        """The tables to load (name -> CREATE TABLE text and definition), after checking that the source user can
-        read each of them and that the sink can hold them: a table in scope that cannot be read is an error naming
-        the fix, never a silent omission."""
-        db = self.database
-        user = self.dsn.user
-        grant = f"GRANT SELECT ON {quote_mysql_ident(db)}.* TO '{user}'@'<host>'"
-        if not await src.database_visible(db):
-            raise ReplicationError(
-                f"database {db!r} does not exist on {self.dsn.display}, or user {user!r} has no privilege on it "
-                f"(then it is invisible): create it, or {grant}"
-            )
-        visible = await src.tables(db)
-        names = [t for t in visible if self._wanted(t)]
-        problems: list[str] = []
-        found: dict[str, tuple[str, _ddl.TableDef]] = {}
-        if self.table_filter is not None:
-            problems.extend(
-                f"{db}.{t}: no such table, or user {user!r} has no privilege on it: "
-                f"GRANT SELECT ON {quote_mysql_ident(db)}.{quote_mysql_ident(t)} TO '{user}'@'<host>'"
-                for t in sorted(self.table_filter - set(visible))
-            )
-        else:
-            scope = select_scope(await src.grants(), db)
-            if scope is not None and scope[0] != "all":
-                readable = sorted(scope[1])
-                problems.append(
-                    f"user {user!r} may SELECT only some tables of {db!r} ({', '.join(readable) or 'none'}); tables it "
-                    f"cannot read are invisible to it and would be left out: {grant}, or name the tables to replicate "
-                    "with --tables"
-                )
-        for t in names:
-            try:
-                await src.query(f"SELECT 1 FROM {quote_mysql_ident(db)}.{quote_mysql_ident(t)} LIMIT 0")
-                text = await src.show_create_table(db, t)
-            except MybinlogError as exc:
-                problems.append(
-                    f"{db}.{t}: cannot be read ({exc}): "
-                    f"GRANT SELECT ON {quote_mysql_ident(db)}.{quote_mysql_ident(t)} TO '{user}'@'<host>'"
-                )
-                continue
-            try:
-                definition = _ddl.parse_create_table(text, db)
-                self.sink.check_table(definition)
-                found[t] = (text, definition)
-            except MybinlogError as exc:
-                problems.append(
-                    f"{db}.{t}: cannot be replicated into {self.sink.description} ({exc}); leave it out with "
-                    "--tables, or change it"
-                )
-        if problems:
-            raise ReplicationError(
-                f"{self.replica}: {len(problems)} table(s) in scope cannot be replicated, nothing was written:\n  "
-                + "\n  ".join(problems)
-            )
-        return found
 
     def _wanted(self, table: str) -> bool:
         return self.table_filter is None or table in self.table_filter
@@ -691,8 +558,3 @@ class Replicator:
 def _is_sink(obj: object) -> bool:
     cls = type(obj)
     return all(hasattr(cls, name) for name in ("read_checkpoint", "flush", "commit", "table"))
-
-
-def _schema_text(create: str) -> str:
-    """SHOW CREATE TABLE text without the parts that change with the data (AUTO_INCREMENT=N)."""
-    return re.sub(r"\s+AUTO_INCREMENT=\d+", "", create)

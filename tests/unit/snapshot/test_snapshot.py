@@ -447,7 +447,7 @@ def test_progress_counts_rows_read_between_inserts() -> None:
 def test_initial_load_progress_lines(caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from mybinlog.replication._replicator import _LoadProgress
+    from mybinlog.replication._observe import _LoadProgress
 
     progress = _LoadProgress("shop", 2, 1_000, interval=0)
     with caplog.at_level(logging.INFO, logger="mybinlog.progress"):
