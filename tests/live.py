@@ -332,12 +332,13 @@ class Member(ReplicateProcess):
         super().__init__(*args, **kwargs)
 
     def _pump(self, stream: Any, sink: list[str]) -> None:
-        for line in stream:
-            with self._cond:
-                sink.append(line)
-                self._cond.notify_all()
-            with self.group:
-                self.group.notify_all()
+        with stream:  # read to the end, then close our end of the pipe (a leak fails the test: tests/leaks.py)
+            for line in stream:
+                with self._cond:
+                    sink.append(line)
+                    self._cond.notify_all()
+                with self.group:
+                    self.group.notify_all()
         with self._cond:
             self._done += 1
             self._cond.notify_all()
