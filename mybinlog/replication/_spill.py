@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ._sink import Guard
 
 
-class ClickHouseTable(Protocol):
+class _ChunkTable(Protocol):
     """What the chunks read of a table (``_clickhouse.ClickHouseTable``)."""
 
     @property
@@ -53,7 +53,7 @@ class ClickHouseTable(Protocol):
     def layout(self, names: tuple[str | None, ...]) -> Any: ...
 
 
-class ClickHouseSink(Protocol):
+class _ChunkSink(Protocol):
     """What the chunks read of the sink (``_clickhouse.ClickHouseSink``)."""
 
     @property
@@ -130,7 +130,7 @@ class Spill:
 
 
 def chunks(
-    spill: Spill, tables: dict[str, ClickHouseTable], limit: int, version_of: Any
+    spill: Spill, tables: dict[str, _ChunkTable], limit: int, version_of: Any
 ) -> Iterator[dict[str, dict[Any, Change]]]:
     """The spilled transaction as batches (table -> key -> net change) of about ``limit`` bytes, in order; a rows
     event is never split (its rows may change one key twice)."""
@@ -151,7 +151,7 @@ def chunks(
 
 
 async def write_spilled(
-    sink: ClickHouseSink,
+    sink: _ChunkSink,
     cp: Checkpoint,
     leader: Guard,
     spill: Spill,
