@@ -12,9 +12,25 @@ server keeps. Each chart line carries ``data-points`` (its number of points), wh
 
 from __future__ import annotations
 
+import json
 from typing import Final
 
+from ..replication import ReplicaState
+
 __all__ = ["STATUS_PAGE"]
+
+STATE_BADGES: Final[dict[ReplicaState, str]] = {
+    "starting": "warn",
+    "standby": "warn",
+    "initial load": "warn",
+    "streaming": "ok",
+    "retrying": "warn",
+    "stopped": "bad",
+    "failed": "bad",
+}
+"""The badge colour of each replica state (``ok``, ``warn``, ``bad``): the page's script reads this table, so a new
+state in :data:`~mybinlog.replication.REPLICA_STATES` gets its colour here and nowhere else (a unit test checks
+that every state has one)."""
 
 _HTML = r"""<!doctype html>
 <html lang="en">
@@ -125,8 +141,9 @@ function row(tbody, cells) {
   }
   tbody.appendChild(tr);
 }
+const STATE_BADGES = __STATE_BADGES__;
 function stateBadge(state) {
-  const cls = state === "streaming" ? "ok" : (state === "failed" || state === "stopped") ? "bad" : "warn";
+  const cls = STATE_BADGES[state] || "warn";
   return el("span", state || "?", "badge " + cls);
 }
 function rate(samples, name, key) {
@@ -261,4 +278,4 @@ setInterval(refresh, 1000);
 </html>
 """
 
-STATUS_PAGE: Final[bytes] = _HTML.encode("utf-8")
+STATUS_PAGE: Final[bytes] = _HTML.replace("__STATE_BADGES__", json.dumps(STATE_BADGES)).encode("utf-8")
