@@ -9,7 +9,17 @@ model is duck-typed: :class:`mybinlog.ddl.TableDef` fits); the sink imports ``re
 checkpoint's JSON form) and ``ddl`` too; confluent-kafka is imported by ``_producer`` only (the ``kafka`` extra).
 """
 
-from ._envelope import Message, SourceInfo, TableEncoder, column_encoder, encode_decimal, schema_change, topic_name
+from ._envelope import (
+    Message,
+    SourceInfo,
+    TableEncoder,
+    column_encoder,
+    column_text,
+    encode_decimal,
+    schema_change,
+    topic_name,
+    truncate,
+)
 from ._producer import KafkaProducer, KafkaSettings, position_topic_name, transactional_id
 from ._sink import KafkaSink, KafkaTarget, parse_kafka_url
 
@@ -22,10 +32,12 @@ __all__ = [
     "SourceInfo",
     "TableEncoder",
     "column_encoder",
+    "column_text",
     "encode_decimal",
     "parse_kafka_url",
     "schema_change",
     "topic_name",
+    "truncate",
     "position_topic_name",
     "transactional_id",
 ]
