@@ -31,6 +31,10 @@ def _text(value: Any) -> str:
     return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes | bytearray) else str(value)
 
 
+def _table(database: str, table: str) -> str:
+    return f"{quote_mysql_ident(database)}.{quote_mysql_ident(table)}"
+
+
 _GRANT_RE = re.compile(r"^GRANT\s+(?P<privs>.+?)\s+ON\s+(?:TABLE\s+)?(?P<obj>\S+)\s+TO\s", re.IGNORECASE | re.DOTALL)
 
 
@@ -123,10 +127,22 @@ class SourceConnection:
         self.info = conn.info
 
     @classmethod
-    async def connect(cls, dsn: DSN) -> SourceConnection:
-        conn = await BinlogConnection.connect(dsn, heartbeat_period=0)
+    async def connect(
+        cls, dsn: DSN, *, check_preconditions: bool = True, net_write_timeout: int | None = None
+    ) -> SourceConnection:
+        """Connect with ``time_zone = '+00:00'`` (TIMESTAMP values arrive as UTC, as the binlog carries them).
+
+        ``check_preconditions``: check the server is set up for row-based CDC (``BinlogConnection.connect``);
+        ``net_write_timeout``: seconds the server waits for a slow reader of a streamed result before it drops it."""
+        conn = await BinlogConnection.connect(dsn, heartbeat_period=0, check_preconditions=check_preconditions)
         self = cls(conn)
-        await self.query("SET time_zone = '+00:00'")
+        try:
+            await self.query("SET time_zone = '+00:00'")
+            if net_write_timeout is not None:
+                await self.query(f"SET SESSION net_write_timeout = {int(net_write_timeout)}")
+        except BaseException:
+            await self.close()
+            raise
         return self
 
     async def __aenter__(self) -> SourceConnection:
@@ -185,6 +201,34 @@ class SourceConnection:
         )
         return {_text(r[0]).lower() for r in rows}
 
+    async def check_readable(self, database: str, table: str) -> None:
+        """Raise the server's error (a :class:`~mybinlog.errors.SourceError`) unless the user may SELECT ``table``
+        (reads no row)."""
+        await self.query(f"SELECT 1 FROM {_table(database, table)} LIMIT 0")
+
+    async def count_rows(self, database: str, table: str, where: str | None = None) -> int:
+        """``COUNT(*)`` of ``table`` (of its rows matching the SQL condition ``where``)."""
+        sql = f"SELECT COUNT(*) FROM {_table(database, table)}"
+        rows = await self.query(sql if where is None else f"{sql} WHERE {where}")
+        return int(rows[0][0] or 0)
+
+    async def key_bounds(self, database: str, table: str, column: str, where: str = "1") -> tuple[Any, Any]:
+        """``(MIN(column), MAX(column))`` over the rows matching ``where`` (``(None, None)`` when none do)."""
+        col = quote_mysql_ident(column)
+        rows = await self.query(f"SELECT MIN({col}), MAX({col}) FROM {_table(database, table)} WHERE {where}")
+        return rows[0][0], rows[0][1]
+
+    async def key_at_offset(
+        self, database: str, table: str, key: Sequence[str], where: str, offset: int
+    ) -> tuple[Any, ...] | None:
+        """The value of ``key`` (columns) of the row at ``offset`` in key order among the rows matching ``where``;
+        None when fewer rows match (one pass over the key index: how the snapshot samples chunk boundaries)."""
+        cols = ", ".join(quote_mysql_ident(c) for c in key)
+        rows = await self.query(
+            f"SELECT {cols} FROM {_table(database, table)} WHERE {where} ORDER BY {cols} LIMIT 1 OFFSET {int(offset)}"
+        )
+        return tuple(rows[0]) if rows else None
+
     async def show_create_table(self, database: str, table: str) -> str:
         rows = await self.query(f"SHOW CREATE TABLE {quote_mysql_ident(database)}.{quote_mysql_ident(table)}")
         return _text(rows[0][1])
@@ -228,9 +272,64 @@ class SourceConnection:
         offset = int(status.get("Binlog_snapshot_position", "0") or 0)
         if not file:
             return None
-        gtid_rows = await self.query("SELECT BINLOG_GTID_POS(%s, %s)", (file, offset))
-        gtids = _text(gtid_rows[0][0]) if gtid_rows and gtid_rows[0][0] is not None else ""
+        gtids = await self.binlog_gtid_pos(file, offset) or ""
         return BinlogPosition(file, offset, parse_gtid_set(gtids, "mariadb"))
+
+    async def binlog_end(self) -> tuple[str, int, str | None] | None:
+        """The current end of the binlog (``SHOW MASTER STATUS``; ``SHOW BINARY LOG STATUS`` on MySQL 8.2+): file,
+        offset and MySQL's executed GTID set (as text, without newlines and spaces; None on MariaDB), or None when
+        binary logging is off. One query (:meth:`current_position` adds MariaDB's GTIDs)."""
+        new_syntax = self.flavor == "mysql" and self.info.version >= (8, 2, 0)
+        rows = await self.query("SHOW BINARY LOG STATUS" if new_syntax else "SHOW MASTER STATUS")
+        if not rows:
+            return None
+        row = rows[0]
+        gtids = None
+        if self.flavor == "mysql" and len(row) >= 5:
+            gtids = _text(row[4]).replace("\n", "").replace(" ", "")
+        return _text(row[0]), int(row[1]), gtids
+
+    async def start_snapshot_read(self) -> tuple[str, int] | None:
+        """Start a ``REPEATABLE READ`` consistent-snapshot transaction and return the binlog position its read view
+        is consistent with (``binlog_snapshot_file``/``binlog_snapshot_position``: MariaDB, Percona Server), or
+        None where the server keeps no such position (MySQL)."""
+        await self.query("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        await self.query("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        rows = await self.query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'")
+        status = {_text(k).lower(): _text(v) for k, v in rows}
+        file = status.get("binlog_snapshot_file", "")
+        if not file:
+            return None
+        return file, int(status.get("binlog_snapshot_position") or 0)
+
+    async def binlog_gtid_pos(self, file: str, offset: int) -> str | None:
+        """MariaDB's GTID position at ``file:offset`` (``BINLOG_GTID_POS``), None when the server cannot tell (the
+        file was purged)."""
+        rows = await self.query("SELECT BINLOG_GTID_POS(%s, %s)", (file, offset))
+        if not rows or rows[0][0] is None:
+            return None
+        return _text(rows[0][0])
+
+    async def gtid_purged(self) -> str | None:
+        """MySQL's ``@@global.gtid_purged`` (newlines removed): the transactions no longer in any binlog file."""
+        rows = await self.query("SELECT @@global.gtid_purged")
+        if not rows or rows[0][0] is None:
+            return None
+        return _text(rows[0][0]).replace("\n", "")
+
+    async def binlog_sizes(self) -> list[tuple[str, int]]:
+        """``SHOW BINARY LOGS``: (name, size) of every binlog file on the server, oldest first; the last one is being
+        written (its size is its end)."""
+        return await self._binlog_conn.binlog_files()
+
+    async def global_variables(self, names: Sequence[str]) -> dict[str, str]:
+        """The server's global variables among ``names`` (names lower case, values as text; a variable the server
+        does not have is missing)."""
+        if not names:
+            return {}
+        marks = ", ".join(["%s"] * len(names))
+        rows = await self.query(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({marks})", tuple(names))
+        return {_text(k).lower(): _text(v) for k, v in rows}
 
     async def commit(self) -> None:
         await self.query("COMMIT")

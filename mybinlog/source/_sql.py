@@ -1,9 +1,11 @@
-"""SQL text for the MySQL/MariaDB server: the one identifier quoting every layer above uses, and how a SELECT names
-a column (no IO, no imports)."""
+"""SQL text for the MySQL/MariaDB server: the one identifier quoting every layer above uses, how a SELECT names
+a column, and the SELECT of a table's rows (no IO, no imports of mybinlog)."""
 
 from __future__ import annotations
 
-__all__ = ["quote_mysql_ident", "select_column"]
+from collections.abc import Sequence
+
+__all__ = ["quote_mysql_ident", "select_column", "select_where"]
 
 
 def quote_mysql_ident(name: str) -> str:
@@ -20,3 +22,9 @@ def select_column(name: str, type_name: str) -> str:
     if type_name.strip().lower() == "vector":
         return f"CAST({quoted} AS BINARY) AS {quoted}"
     return quoted
+
+
+def select_where(table: str, columns: Sequence[str], where: str = "1") -> str:
+    """``SELECT columns FROM table WHERE where``: ``table`` quoted (```db`.`t```), ``columns`` as
+    :func:`select_column` names them, ``where`` an SQL condition (how a snapshot task reads its chunk)."""
+    return f"SELECT {', '.join(columns)} FROM {table} WHERE {where}"
