@@ -219,6 +219,9 @@ def rebuild(records: list[Record]) -> dict[str, dict[str, Any]]:
     """Replay the Debezium messages of a table topic: key (JSON text) -> the row (``after``)."""
     rows: dict[str, dict[str, Any]] = {}
     for record in records:
+        if record.key is None and record.value is not None and json.loads(record.value)["op"] == "t":
+            rows.clear()  # a truncate (no key: it is about the whole table)
+            continue
         assert record.key is not None, f"offset {record.offset}: a message without a key"
         key = json.dumps(json.loads(record.key), sort_keys=True)
         if record.value is None:  # tombstone
@@ -270,6 +273,9 @@ def once_in_order(records: list[Record]) -> None:
     the chain."""
     state: dict[str, dict[str, Any] | None] = {}
     for r in records:
+        if r.key is None and r.value is not None and json.loads(r.value)["op"] == "t":
+            state.clear()  # a truncate: every key is absent again
+            continue
         key = json.dumps(json.loads(r.key or b"null"), sort_keys=True)
         if r.value is None:
             assert state.get(key) is None, f"offset {r.offset}: a tombstone of a live key {key}"

@@ -30,9 +30,8 @@ from urllib.parse import parse_qsl
 from ..clickhouse import Checkpoint, checkpoint_from, checkpoint_json
 from ..ddl import render_create_table
 from ..errors import ConfigurationError, TargetError
-from ..protocol._constants import MISSING
 from ..replication import RowChange, Transaction, TransactionalSink
-from ._envelope import Message, SourceInfo, TableEncoder, schema_change, topic_name
+from ._envelope import Message, SourceInfo, TableEncoder, schema_change, topic_name, truncate
 from ._producer import KafkaProducer, KafkaSettings
 
 if TYPE_CHECKING:
@@ -178,12 +177,6 @@ class _Encoders:
         return made[1]
 
 
-def _values(encoder: TableEncoder, row: Mapping[str, Any] | None) -> list[Any] | None:
-    if row is None:
-        return None
-    return [row.get(name, MISSING) for name in encoder.names]
-
-
 class KafkaSink(TransactionalSink):
     """A replica in Kafka (see the module docstring). Give it to a :class:`~mybinlog.replication.Replicator`;
     ``replica`` must be the replicator's replica name (the transactional id and the position record's key),
@@ -219,6 +212,7 @@ class KafkaSink(TransactionalSink):
         self.description = f"Kafka {bootstrap} (prefix {prefix})"
         self.producer = KafkaProducer(self.settings)
         self._encoders = _Encoders(tombstones)
+        self._topics: dict[str, str] = {}
         self._started = False
         self._stale = False  # a transaction failed: the producer is replaced before the next checkpoint read
         self._load_position: BinlogPosition | None = None
@@ -230,7 +224,10 @@ class KafkaSink(TransactionalSink):
         return self.producer.mode
 
     def topic(self, table: str) -> str:
-        return topic_name(self.prefix, self.database, table, self.topic_pattern)
+        topic = self._topics.get(table)
+        if topic is None:
+            topic = self._topics[table] = topic_name(self.prefix, self.database, table, self.topic_pattern)
+        return topic
 
     # -- TransactionalSink ---------------------------------------------------------------------------------------
     async def identity(self) -> str:
@@ -272,9 +269,10 @@ class KafkaSink(TransactionalSink):
         messages: list[tuple[str, Message]] = []
         now = int(time.time() * 1000)
         for txn in transactions:
+            sources: dict[str, tuple[str, str]] = {}  # the source block of each table of the transaction, once
             end = txn.end
             for i, change in enumerate(txn.changes):
-                messages.extend(self._messages(change, end, "false", i, now))
+                messages.extend(self._messages(change, end, "false", i, now, sources, gtid=txn.gtid))
         await self._commit(messages, checkpoint_json(checkpoint))
         self._last = checkpoint.position
         log.info(
@@ -304,8 +302,9 @@ class KafkaSink(TransactionalSink):
         position = self._load_position or self._last
         now = int(time.time() * 1000)
         messages: list[tuple[str, Message]] = []
+        sources: dict[str, tuple[str, str]] = {}
         for i, change in enumerate(changes):
-            messages.extend(self._messages(change, position, "true", i, now, table))
+            messages.extend(self._messages(change, position, "true", i, now, sources, table))
         await self._commit(messages, None)
 
     async def schema_change(self, kind: str, name: str, definition: TableDef | None) -> str | None:
@@ -317,6 +316,7 @@ class KafkaSink(TransactionalSink):
             server_id=position.server_id if position else 0,
             file=position.file if position else "",
             pos=position.offset if position else 0,
+            gtid=self.gtid,  # the DDL's (the replicator read its GTID event just before)
             ts_ms=position.timestamp * 1000 if position else 0,
         )
         if kind == "drop" or definition is None:
@@ -328,7 +328,10 @@ class KafkaSink(TransactionalSink):
         else:
             ddl = render_create_table(definition, qualified=False)
         message = schema_change(source, self.database, ddl, table=definition, change=_CHANGE.get(kind, "ALTER"))
-        await self._commit([(self.prefix, message)], None)
+        messages = [(self.prefix, message)]
+        if kind == "truncate":  # and Debezium's truncate event on the table's topic
+            messages.append((self.topic(name), truncate(source, int(time.time() * 1000))))
+        await self._commit(messages, None)
         return None  # Kafka follows every DDL: the next messages of the table carry its new columns
 
     # -- messages ------------------------------------------------------------------------------------------------
@@ -339,25 +342,29 @@ class KafkaSink(TransactionalSink):
         snapshot: str,
         row: int,
         now: int,
+        sources: dict[str, tuple[str, str]],
         definition: TableDef | None = None,
+        *,
+        gtid: str | None = None,
     ) -> list[tuple[str, Message]]:
         if definition is None:
             definition = self.tables[change.table].definition
         encoder = self._encoders.get(definition)
-        source = SourceInfo(
-            name=self.prefix,
-            db=self.database,
-            table=change.table,
-            server_id=position.server_id if position else 0,
-            file=position.file if position else "",
-            pos=position.offset if position else 0,
-            ts_ms=position.timestamp * 1000 if position else 0,
-            snapshot=snapshot,
-            row=row,
-        )
+        source = sources.get(change.table)
+        if source is None:
+            source = sources[change.table] = SourceInfo(
+                name=self.prefix,
+                db=self.database,
+                table=change.table,
+                server_id=position.server_id if position else 0,
+                file=position.file if position else "",
+                pos=position.offset if position else 0,
+                gtid=gtid,
+                ts_ms=position.timestamp * 1000 if position else 0,
+                snapshot=snapshot,
+            ).parts()
         topic = self.topic(change.table)
-        out = encoder.change(change.op, _values(encoder, change.before), _values(encoder, change.after), source, now)
-        return [(topic, m) for m in out]
+        return [(topic, m) for m in encoder.encode(change.op, change.before, change.after, source, row, now)]
 
     # -- lifetime ------------------------------------------------------------------------------------------------
     async def aclose(self) -> None:

@@ -163,8 +163,10 @@ class Replicator:
             status=self.status,
             save=self._save,
         )
-        if isinstance(self.sink, TransactionalSink):
-            self.sink.status = self.status
+        # a TransactionalSink is told the GTID of each transaction (Kafka's source.gtid)
+        self._gtid_sink = self.sink if isinstance(self.sink, TransactionalSink) else None
+        if self._gtid_sink is not None:
+            self._gtid_sink.status = self.status
         self._checkpoint: Checkpoint | None = None
         self._batch_started: float | None = None  # when the batch being gathered got its first transaction
         self._stop = asyncio.Event()
@@ -489,6 +491,8 @@ class Replicator:
             self._xa_part = XaStatement("commit", xid, True) if event.one_phase else XaStatement("prepare", xid)
         elif isinstance(event, (GtidEvent, MariadbGtidEvent)):
             self._gtid = "" if event.gtid is None else str(event.gtid)
+            if self._gtid_sink is not None:
+                self._gtid_sink.gtid = self._gtid or None
 
     async def _unknown_table(self, name: str) -> None:
         """Rows of a table in scope that the replica does not have: it was not readable at the initial load (a

@@ -48,10 +48,12 @@ class RowChange:
 
 @dataclass(slots=True)
 class Transaction:
-    """The row changes of one source transaction, in binlog order, and the position where it ends."""
+    """The row changes of one source transaction, in binlog order, the position where it ends and its GTID
+    (``uuid:n`` on MySQL, ``domain-server-seq`` on MariaDB; None without GTIDs)."""
 
     end: BinlogPosition
     changes: list[RowChange] = field(default_factory=list)
+    gtid: str | None = None
 
 
 class _Table:
@@ -109,6 +111,7 @@ class TransactionalSink:
         self._batch: list[Transaction] = []
         self._rows = 0
         self._end: BinlogPosition | None = None
+        self.gtid: str | None = None  # the GTID of the transaction being read (set by the replicator)
 
     # -- what a subclass writes ------------------------------------------------------------------------------
     async def identity(self) -> str:
@@ -180,7 +183,7 @@ class TransactionalSink:
     async def commit(self, start: BinlogPosition | None, end: BinlogPosition) -> bool:
         changes, self._txn = self._txn, []
         if changes:
-            self._batch.append(Transaction(end, changes))
+            self._batch.append(Transaction(end, changes, self.gtid))
             self._rows += len(changes)
         self._end = end
         return False

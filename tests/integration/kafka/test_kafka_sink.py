@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,19 @@ from tests.kafka_check import (
 pytestmark = pytest.mark.integration
 
 
+_GTID = {"mysql": re.compile(r"^[0-9a-f-]{36}:\d+$"), "mariadb": re.compile(r"^\d+-\d+-\d+$")}
+
+
+def _last_gtid(server: Any) -> str:
+    """The GTID of the server's last transaction: MariaDB's ``@@gtid_binlog_pos`` (one domain here), the last
+    number of MySQL's ``gtid_executed`` (one server uuid here)."""
+    position = server.gtid_position().replace("\n", "")
+    if server.flavor == "mariadb":
+        return str(position)
+    uuid, _, ranges = position.rpartition(",")[2].partition(":")
+    return f"{uuid}:{ranges.rsplit(':', 1)[-1].rsplit('-', 1)[-1]}"
+
+
 def _replicate(server: Any, db: str, target: str, *extra: str, failpoints: str | None = None) -> ReplicateProcess:
     return ReplicateProcess(source_dsn(server), server.repl_password, target, db, *extra, failpoints=failpoints)
 
@@ -44,10 +58,12 @@ async def test_replicate_into_kafka_load_dml_ddl(server: MariaDBServer, kafka_se
         assert "EXACTLY-ONCE" in rep.log
     loaded = check_table(kafka_server.bootstrap, prefix, db, server, "t")
     assert [json.loads(r.value or b"{}")["op"] for r in loaded] == ["r", "r", "r"]
-    execute(server, db, "INSERT INTO t VALUES (4, 'd', 4.25, '2026-02-02 00:00:01')",
-            "UPDATE t SET v = 'bb', d = 2.00 WHERE id = 2", "UPDATE t SET id = 10 WHERE id = 1",
+    execute(server, db, "INSERT INTO t VALUES (4, 'd', 4.25, '2026-02-02 00:00:01')")
+    inserted_gtid = _last_gtid(server)  # the transaction's GTID, in the flavour's form
+    execute(server, db, "UPDATE t SET v = 'bb', d = 2.00 WHERE id = 2", "UPDATE t SET id = 10 WHERE id = 1",
             "DELETE FROM t WHERE id = 3", "ALTER TABLE t ADD COLUMN n INT", "UPDATE t SET n = id",
-            "CREATE TABLE u (k VARCHAR(10) PRIMARY KEY, x INT)", "INSERT INTO u VALUES ('p', 1), ('q', 2)")  # fmt: skip
+            "CREATE TABLE u (k VARCHAR(10) PRIMARY KEY, x INT)", "INSERT INTO u VALUES ('p', 1), ('q', 2)",
+            "TRUNCATE TABLE u", "INSERT INTO u VALUES ('r', 3)")  # fmt: skip
     # the same replica again, from a TOML file (a kafka:// target there): it goes on from the CLI's checkpoint
     config = tmp_path / "replicas.toml"
     config.write_text(f"""
@@ -63,10 +79,24 @@ database = "{db}"
 """)
     with ReplicateProcess.with_config(config, "--once", env={"KAFKA_TEST_PASSWORD": server.repl_password}) as rep:
         assert rep.wait_exit(60) == 0, rep.tail()
-    once_in_order(check_table(kafka_server.bootstrap, prefix, db, server, "t"))
-    check_table(kafka_server.bootstrap, prefix, db, server, "u")
+    streamed = check_table(kafka_server.bootstrap, prefix, db, server, "t")
+    once_in_order(streamed)
+    # source.gtid: the transaction's GTID (MySQL uuid:n, MariaDB domain-server-seq), as Debezium writes it
+    changes = [json.loads(r.value) for r in streamed if r.value is not None]
+    changes = [m for m in changes if m["op"] != "r"]
+    assert [m["source"]["gtid"] for m in changes if m["op"] == "c" and m["after"]["id"] == 4] == [inserted_gtid]
+    assert all(_GTID[server.flavor].match(m["source"]["gtid"]) for m in changes), [m["source"] for m in changes]
+    # a TRUNCATE: Debezium's truncate event on the table's topic (no key, before and after null), between the rows
+    # before it and after it (check_table replays it: only ('r', 3) is left)
+    u = check_table(kafka_server.bootstrap, prefix, db, server, "u")
+    (truncated,) = [json.loads(r.value) for r in u if r.key is None and r.value is not None]
+    assert (truncated["op"], truncated["before"], truncated["after"]) == ("t", None, None)
+    assert truncated["source"]["table"] == "u"
+    assert _GTID[server.flavor].match(truncated["source"]["gtid"]), truncated["source"]
+    assert [json.loads(r.value)["op"] for r in u if r.value is not None] == ["c", "c", "t", "c"]
     ddl = [json.loads(r.value or b"{}") for r in read_topic(kafka_server.bootstrap, prefix)]
     altered = [m for m in ddl if m["tableChanges"] and m["tableChanges"][0]["type"] == "ALTER"]
+    altered = [m for m in altered if m["source"]["table"] == "t"]  # (u's truncate is an ALTER too)
     assert [c["name"] for c in altered[-1]["tableChanges"][0]["table"]["columns"]] == ["id", "v", "d", "ts", "n"]
     server.drop_database(db)
 
