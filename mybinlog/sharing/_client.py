@@ -26,7 +26,7 @@ from ..source._stream import BinlogStream
 from ._consumer import Binlog
 from ._dispatcher import BinlogEventsDispatcher
 from ._items import SHARED_DECODE_MIN_BYTES, _Batch, _held, _Item, _private_copy
-from ._queue import _Feed, _QueueState
+from ._queue import DispatcherView, _Feed, _QueueState
 from ._rows import BinlogClientStatistics, BinlogStatus
 from ._source import EventSource, SourceFactory
 
@@ -146,7 +146,7 @@ class BinlogClient:
         max_bytes: int,
         max_wait_ms: int,
         executed: GtidSet | None,
-    ) -> _Feed:
+    ) -> _Feed[Binlog]:
         """A new consumer queue (its state, its receiving end and its dispatcher end) at ``position``; ``executed``:
         what it executed beyond its dispatcher's positions (None: nothing)."""
         q = _QueueState(
@@ -337,10 +337,16 @@ class BinlogClient:
         if not self._consumers and not self._dispatchers and self._factory is not None:
             self._factory._unregister(self)
 
-    async def _consumer_gone(self, c: Binlog, d: BinlogEventsDispatcher | None) -> None:
+    async def _consumer_gone(self, c: Binlog, served_by: DispatcherView | None) -> None:
+        """``c`` was closed; ``served_by``: the dispatcher that served it then. The consumer knows its dispatcher only
+        as a :class:`~._queue.DispatcherView` (its module sits below the dispatcher's): the client, which made the
+        dispatchers, tells it to let ``c`` go. One that is not among them any more has stopped and let every consumer
+        go already."""
         self._consumers.discard(c)
-        if d is not None:
-            await d.leave(c)
+        for d in self._dispatchers:
+            if d is served_by:
+                await d.leave(c)
+                break
         await self._reap()
         if not self._consumers and self._factory is not None:
             self._factory._unregister(self)

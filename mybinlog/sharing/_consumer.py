@@ -5,15 +5,19 @@
 bytes). The consumer hands the events out one at a time. The common case (an event of a shared batch that does not
 move the position) is handed out inline by ``__anext__``/``receive``/``read_event`` with no other work; the rest (a
 transaction end, a marker, the end of a batch, waiting for the next one) goes through :meth:`Binlog._poll`.
+
+The client that creates a consumer sits above it (it imports this module): what a consumer uses and shows of it
+(:attr:`Binlog.client`) is declared here, :class:`ClientView`; the dispatcher serving it is a
+:class:`~._queue.DispatcherView`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from anyio import EndOfStream, WouldBlock
 from anyio.abc import ObjectReceiveStream
@@ -21,19 +25,52 @@ from anyio.abc import ObjectReceiveStream
 from ..errors import BinlogClosedError, BinlogDetachedError, BinlogStoppedError, ConfigurationError
 from ..protocol._accel import speedups
 from ..protocol._events import Event
+from ..protocol._gtid import GtidSet
 from ..protocol._position import BinlogPosition
 from ..protocol._transaction import Transaction, TransactionCollector
 from ._items import _NO_BATCH, _NOT_FORWARDED, _Item
-from ._queue import CLOSED, DETACHED, ENDED, FAILED, _QueueState
-
-if TYPE_CHECKING:
-    from ._client import BinlogClient
-    from ._dispatcher import BinlogEventsDispatcher
+from ._queue import CLOSED, DETACHED, ENDED, FAILED, DispatcherView, _QueueState
+from ._rows import BinlogClientStatistics, BinlogStatus
 
 __all__ = ["Binlog", "BinlogStatistics"]
 
 
 _Ready: Any = speedups.Ready if speedups is not None else None  # the compiled core's finished awaitable
+
+
+class ClientView(Protocol):
+    """The client that created a consumer (:attr:`Binlog.client`, and a dispatcher's ``client``), as they see it:
+    its name (logs, reprs, status rows), :meth:`create_binlog` (what :meth:`Binlog.reopen` calls), and its status
+    rows and statistics. :class:`~mybinlog.BinlogClient` is the one implementation (structurally: it does not name
+    this class).
+
+    Why a declared view rather than the class: the client creates consumers and dispatchers (it imports their
+    modules), and their public API navigates back up to it; naming its class here would close an import circle
+    (tests/unit/test_layers.py counts type-checking imports too). What a consumer needs of its client is this much.
+    """
+
+    @property
+    def name(self) -> str:
+        """``user@host:port`` (never the password)."""
+
+    def create_binlog(
+        self,
+        *,
+        name: str = ...,
+        executed_gtid_set: GtidSet | str | None = ...,
+        databases: Collection[str] | None = ...,
+        tables: Collection[str] | None = ...,
+        max_bytes_in_binlog_queue: int = ...,
+        max_milliseconds_to_wait_in_binlog_queue: int = ...,
+        position: BinlogPosition | None = ...,
+    ) -> Awaitable[Binlog]:
+        """A new consumer (``await`` it; :meth:`BinlogClient.create_binlog <mybinlog.BinlogClient.create_binlog>`)."""
+
+    def status(self) -> list[BinlogStatus]:
+        """One status row per live consumer of the client."""
+
+    def statistics(self) -> BinlogClientStatistics:
+        """The client's totals (events read, reconnects, merges, detaches, queue waits...)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +127,10 @@ class Binlog(ObjectReceiveStream[Event]):
     the consumer hands its events out one at a time, with per-event work only where the position moves.
     """
 
-    def __init__(self, client: BinlogClient, q: _QueueState) -> None:
+    def __init__(self, client: ClientView, q: _QueueState[Binlog]) -> None:
         self.client = client
+        """The :class:`~mybinlog.BinlogClient` that created it (typed as the :class:`ClientView` of it: name,
+        ``create_binlog``, ``status()``, ``statistics()``)."""
         self.name = q.name
         self._q = q  # the queue's state, shared with the dispatcher's end (_queue._Feed)
 
@@ -126,8 +165,10 @@ class Binlog(ObjectReceiveStream[Event]):
         return self._q.tables
 
     @property
-    def dispatcher(self) -> BinlogEventsDispatcher | None:
-        """The dispatcher currently serving this consumer (None once detached, closed or stopped)."""
+    def dispatcher(self) -> DispatcherView | None:
+        """The dispatcher currently serving this consumer (None once detached, closed or stopped): a
+        :class:`~mybinlog.BinlogEventsDispatcher`, typed as the :class:`~._queue.DispatcherView` of it (name,
+        positions, connection, source server, ``status()``)."""
         return self._q.dispatcher
 
     @property

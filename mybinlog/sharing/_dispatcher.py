@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Collection
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import DecodeError, MybinlogError
 from ..protocol._events import (
@@ -31,7 +31,7 @@ from ..protocol._events import (
 )
 from ..protocol._gtid import GtidSet, can_attach
 from ..protocol._position import BinlogPosition
-from ._consumer import Binlog
+from ._consumer import Binlog, ClientView
 from ._items import (
     _ERROR,
     _FORWARD_TYPES,
@@ -47,9 +47,6 @@ from ._items import (
 from ._queue import DETACHED, ENDED, FAILED, STOPPED, _Feed
 from ._rows import BinlogStatus, _Rate
 from ._source import EventSource
-
-if TYPE_CHECKING:
-    from ._client import BinlogClient
 
 __all__ = ["BinlogEventsDispatcher"]
 
@@ -74,7 +71,7 @@ class BinlogEventsDispatcher:
 
     def __init__(
         self,
-        client: BinlogClient,
+        client: ClientView,
         name: str,
         source: EventSource,
         *,
@@ -98,7 +95,7 @@ class BinlogEventsDispatcher:
         self._flushed_pos = start
         self._flushed_open = False
         self._open_gtid: Any = None
-        self._consumers: dict[Binlog, _Feed] = {}  # the consumers it serves, in the order they attached
+        self._consumers: dict[Binlog, _Feed[Binlog]] = {}  # the consumers it serves, in the order they attached
         self._buffer: list[_Item] = []
         self._buffer_bytes = 0
         self._buffer_limit = max(1, max_bytes)
@@ -487,8 +484,10 @@ class BinlogEventsDispatcher:
         """
         n = len(items)
         shared: dict[tuple[Any, Any, int], _Batch] = {}
-        progress: dict[_Feed, list[Any]] = {}  # consumer -> [its batch, entries queued, the item index after it]
-        waits: dict[_Feed, float] = {}  # full queue -> loop time its wait ends (detached then, unless it has room)
+        # consumer -> [its batch, entries queued, the item index after it]
+        progress: dict[_Feed[Binlog], list[Any]] = {}
+        # full queue -> loop time its wait ends (detached then, unless it has room)
+        waits: dict[_Feed[Binlog], float] = {}
         committed = 0  # items[:committed] are part of the dispatcher's delivered state
         completed = False
         while True:
@@ -537,7 +536,7 @@ class BinlogEventsDispatcher:
             # every queue without room waits from now on, unless it already does; the ones item `stop` waits for
             # are waited for in the order their waits end, so each wait ends at its own time
             now = asyncio.get_running_loop().time()
-            blocking: list[_Feed] = []
+            blocking: list[_Feed[Binlog]] = []
             for c in tuple(self._consumers.values()):
                 state = progress.get(c)
                 if state is None or not c.served_by(self):
@@ -559,7 +558,7 @@ class BinlogEventsDispatcher:
                 state[1] = await self._wait_and_put(c, batch, done, waits.pop(c))  # it has room now, or is gone
 
     def _batch_for(
-        self, c: _Feed, items: list[_Item], start: int, shared: dict[tuple[Any, Any, int], _Batch]
+        self, c: _Feed[Binlog], items: list[_Item], start: int, shared: dict[tuple[Any, Any, int], _Batch]
     ) -> list[Any]:
         """``[batch, 0, end]``: what consumer ``c`` gets of ``items[start:end]``."""
         n = len(items)
@@ -651,7 +650,7 @@ class BinlogEventsDispatcher:
             self._let_go(c)
             c.finish(FAILED, entry[2])  # it still gets what is queued, then this error, every time
 
-    async def _wait_and_put(self, c: _Feed, batch: _Batch, done: int, until: float) -> int:
+    async def _wait_and_put(self, c: _Feed[Binlog], batch: _Batch, done: int, until: float) -> int:
         """``c``'s queue has no room for ``batch.entries[done]``: wait for room (every event it reads makes some)
         until the loop time ``until``, then detach it. Returns how far ``batch`` is queued.
 
@@ -682,7 +681,7 @@ class BinlogEventsDispatcher:
             self._detach(c)
         return done
 
-    def _detach(self, c: _Feed) -> None:
+    def _detach(self, c: _Feed[Binlog]) -> None:
         logger.warning(
             "%s %s: consumer %s detached: its queue (%d bytes, limit %d) stayed full for %d ms",
             self.client.name,
@@ -696,7 +695,7 @@ class BinlogEventsDispatcher:
         self.detaches += 1
         c.finish(DETACHED)
 
-    def _let_go(self, c: _Feed) -> None:
+    def _let_go(self, c: _Feed[Binlog]) -> None:
         """``c`` leaves for good (detached, or failed by its table's decode error): the client forgets it too."""
         self._remove(c.binlog)
         if self._on_detached is not None:
@@ -736,7 +735,7 @@ class BinlogEventsDispatcher:
             return False
         return can_attach(needed, requested)
 
-    def attach(self, c: _Feed, skip: GtidSet | None) -> None:
+    def attach(self, c: _Feed[Binlog], skip: GtidSet | None) -> None:
         """Serve the consumer ``c`` from the next flush on (ClickHouse's ``attach``), skipping the transactions in
         ``skip`` it executed already; attached inside a transaction, it waits for the next boundary."""
         c.attached_to(self, skip, self._flushed_open)
@@ -772,7 +771,7 @@ class BinlogEventsDispatcher:
             moved = self._consumers
             self._consumers = {}
             for c in moved.values():
-                c.merge_into(leader, mine)
+                leader.attach(c, c.merge_into(mine))
             self._merged_into = leader
             leader.merges += 1
             logger.info(

@@ -12,7 +12,7 @@ The dispatcher's interface to a consumer is :class:`_Feed`, all of it:
 ``served_by(d)``                whether dispatcher ``d`` serves the consumer now (False once it left, detached...)
 ``attached_to(d, skip, open)``  ``d`` serves it from now on; ``skip``: executed transactions to skip; ``open``: the
                                 dispatcher stands inside a transaction, which the consumer waits out
-``merge_into(d, at)``           moved to dispatcher ``d`` by a merge at the delivered boundary ``at``
+``merge_into(at)``              moved by a merge at the delivered boundary ``at``: the skip set it attaches with
 ``needs_routing``               whether it needs entries routed for it (:meth:`route`) rather than a shared batch
 ``route(item)``                 what it gets for one item (skip sets, positions with what it executed beyond ``d``)
 ``wants_table(schema, table)``  its table filter
@@ -22,6 +22,13 @@ The dispatcher's interface to a consumer is :class:`_Feed`, all of it:
 ``waited(seconds)``             count one wait for room (``Binlog.statistics``)
 ``finish(kind, error)``         end it: ended, detached, stopped or failed (it reads what was queued first)
 ==============================  =====================================================================================
+
+The queue sits below the consumer, the dispatcher and the client in the module order (``_queue`` -> ``_consumer`` ->
+``_dispatcher`` -> ``_client``; no module imports one above it, not even for type checking:
+tests/unit/test_layers.py). What it holds of the objects above is declared here: the dispatcher serving the consumer
+as a :class:`DispatcherView` (what the state keeps and what ``Binlog.dispatcher`` shows), and the receiving end as
+the type parameter ``R`` of :class:`_QueueState` and :class:`_Feed` (handed back to the client and the dispatcher,
+never used here).
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ import contextlib
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from ..protocol._events import RowsEvent
 from ..protocol._gtid import GtidSet
@@ -49,10 +56,7 @@ from ._items import (
     _Item,
     _union,
 )
-
-if TYPE_CHECKING:
-    from ._consumer import Binlog
-    from ._dispatcher import BinlogEventsDispatcher
+from ._rows import BinlogStatus
 
 ENDED = "ended"
 DETACHED = "detached"
@@ -61,14 +65,71 @@ FAILED = "failed"
 CLOSED = "closed"
 
 
+class DispatcherView(Protocol):
+    """The dispatcher serving a consumer, as the objects below it see it: what the queue state keeps
+    (:attr:`_QueueState.dispatcher`, compared by identity only) and what :attr:`Binlog.dispatcher
+    <mybinlog.Binlog.dispatcher>` shows you, its name, positions, connection and source server.
+    :class:`~mybinlog.BinlogEventsDispatcher` is the one implementation (structurally: it does not name this class).
+
+    Why a declared view rather than the class: the dispatcher sits above the queue and the consumer (it imports
+    them), and the consumer's public API navigates back up to it; naming the class here would close an import circle
+    (tests/unit/test_layers.py counts type-checking imports too). The consumer and its queue only keep the dispatcher
+    and hand it back (to the client when the consumer closes: ``BinlogClient`` finds its own dispatcher by identity).
+    """
+
+    @property
+    def name(self) -> str:
+        """``dispatcher-N`` (status rows, logs)."""
+
+    @property
+    def position(self) -> BinlogPosition:
+        """The boundary after the last transaction read from the source."""
+
+    @property
+    def delivered_position(self) -> BinlogPosition:
+        """The boundary after the last transaction handed to the consumers."""
+
+    @property
+    def connected(self) -> bool:
+        """Whether its source connection is up now."""
+
+    @property
+    def reconnects(self) -> int:
+        """Reconnects of its source so far."""
+
+    @property
+    def failovers(self) -> int:
+        """Moves of its source to another server so far."""
+
+    @property
+    def last_failover(self) -> str | None:
+        """Why its source last moved to another server, or None."""
+
+    @property
+    def source_server(self) -> str:
+        """``host:port`` of the server its source reads ("" when unknown or stopped)."""
+
+    @property
+    def source_server_id(self) -> int | None:
+        """The ``server_id`` of the server its source reads, or None before it connected to it."""
+
+    def status(self) -> list[BinlogStatus]:
+        """One status row per consumer it serves."""
+
+
+R = TypeVar("R")
+"""The receiving end of a queue (:class:`~._consumer.Binlog`): the state and :class:`_Feed` only hand it back (to the
+client when it closes, to the dispatcher as its consumer)."""
+
+
 def _no_entries() -> list[Any]:
     return _NO_BATCH.entries
 
 
 @dataclass(eq=False, slots=True)
-class _QueueState:
+class _QueueState(Generic[R]):
     """Everything about one consumer queue, shared by its two ends (the consumer's :class:`Binlog` and the
-    dispatcher's :class:`_Feed`)."""
+    dispatcher's :class:`_Feed`); ``R``: the type of the receiving end (``_QueueState[Binlog]``)."""
 
     name: str
     max_bytes: int
@@ -82,7 +143,7 @@ class _QueueState:
     that far, the first of the consumers to do so (``BinlogClient._share``)."""
     window_step: int
     """Bytes of rows events the fast path hands out at most between two calls of ``share`` (1/8 of the window)."""
-    left: Callable[[Binlog, BinlogEventsDispatcher | None], Awaitable[None]]
+    left: Callable[[R, DispatcherView | None], Awaitable[None]]
     """Tells the client the consumer was closed (and the dispatcher that served it)."""
 
     # -- positions --------------------------------------------------------------------------------------------------
@@ -128,7 +189,7 @@ class _QueueState:
     ended: str | None = None
     """None while attached; ENDED, DETACHED, STOPPED, FAILED or CLOSED after."""
     error: BaseException | None = None
-    dispatcher: BinlogEventsDispatcher | None = None
+    dispatcher: DispatcherView | None = None
 
     # -- routing (the dispatcher's end) -----------------------------------------------------------------------------
     skip: GtidSet | None = None
@@ -179,12 +240,13 @@ class _QueueState:
         self.fast_end = end
 
 
-class _Feed:
-    """The dispatcher's end of one consumer queue (see the module docstring for the whole interface)."""
+class _Feed(Generic[R]):
+    """The dispatcher's end of one consumer queue (see the module docstring for the whole interface); ``R``: the
+    type of its receiving end, ``binlog`` (the dispatcher's ``_Feed[Binlog]``)."""
 
     __slots__ = ("binlog", "name", "q")
 
-    def __init__(self, binlog: Binlog, q: _QueueState) -> None:
+    def __init__(self, binlog: R, q: _QueueState[R]) -> None:
         self.binlog = binlog
         self.name = q.name
         self.q = q
@@ -205,26 +267,27 @@ class _Feed:
         return self.q.position
 
     # -- serving ----------------------------------------------------------------------------------------------------
-    def served_by(self, d: BinlogEventsDispatcher) -> bool:
+    def served_by(self, d: DispatcherView) -> bool:
         return self.q.dispatcher is d
 
-    def attached_to(self, d: BinlogEventsDispatcher, skip: GtidSet | None, open_transaction: bool) -> None:
+    def attached_to(self, d: DispatcherView, skip: GtidSet | None, open_transaction: bool) -> None:
         q = self.q
         q.dispatcher = d
         q.skip = skip
         q.skipping = False
         q.await_boundary = open_transaction
 
-    def merge_into(self, d: BinlogEventsDispatcher, at: BinlogPosition) -> None:
-        """Moved to ``d`` by a merge at the boundary ``at`` its old dispatcher delivered: it skips what it executed."""
+    def merge_into(self, at: BinlogPosition) -> GtidSet | None:
+        """Moved by a merge at the boundary ``at`` its old dispatcher delivered: the skip set it attaches to the new
+        dispatcher with (what it executed)."""
         q = self.q
         if q.base is None:
             q.routed = at  # the last position routed to it: shared batches do not keep `routed`
         skip = _union(q.base, at.gtid_set)
         q.base = skip
-        d.attach(self, skip)
+        return skip
 
-    def leave(self, d: BinlogEventsDispatcher) -> None:
+    def leave(self, d: DispatcherView) -> None:
         """``d`` no longer serves it (it still may have ended: see :meth:`finish`)."""
         if self.q.dispatcher is d:
             self.q.dispatcher = None

@@ -20,7 +20,7 @@ The rules, at two levels:
 
 When two modules need each other, the shared type moves down into the lower one (or the lower one declares a small
 ``Protocol`` of what it uses, or is passed the values it needs); a function-level or type-checking import is not a
-way out. The few type-checking arrows left for now are listed, each with why, in ``KNOWN_BACK_ARROWS``.
+way out, and no circle is excused.
 """
 
 from __future__ import annotations
@@ -198,31 +198,11 @@ def test_the_layers_are_an_order() -> None:
     assert not cycles, f"packages that may import each other: {cycles}"
 
 
-# Type-checking imports that close a circle and are left for now, each with why. Only these exact arrows are left
-# out, and only while they stay type-checking only; an entry that no longer exists fails (remove it).
-KNOWN_BACK_ARROWS: dict[tuple[str, str], str] = {
-    # sharing's public API navigates both ways, as ClickHouse's IBinlog/IBinlogEventsDispatcher/IBinlogClient do
-    # (Binlog.client, Binlog.dispatcher, BinlogEventsDispatcher.client/consumers): the lower module names the
-    # higher one's class in those signatures. Breaking it types one direction as a Protocol of what the lower
-    # module uses, which narrows the public types (issue 25, deliverable 4: the lead's call).
-    ("mybinlog.sharing._queue", "mybinlog.sharing._consumer"): "_Feed.binlog, the consumer-gone callback",
-    ("mybinlog.sharing._queue", "mybinlog.sharing._dispatcher"): "the dispatcher serving the queue",
-    ("mybinlog.sharing._consumer", "mybinlog.sharing._dispatcher"): "Binlog.dispatcher",
-    ("mybinlog.sharing._consumer", "mybinlog.sharing._client"): "Binlog.client, Binlog.reopen",
-    ("mybinlog.sharing._dispatcher", "mybinlog.sharing._client"): "BinlogEventsDispatcher.client",
-}
-
-
 def test_no_import_circles() -> None:
     edges = _edges()
-    for arrow, why in KNOWN_BACK_ARROWS.items():
-        assert edges.get(arrow) == {"type-checking"}, f"{arrow} ({why}) is no longer a type-checking import only: " + (
-            "remove it from KNOWN_BACK_ARROWS" if arrow not in edges else "it closes a circle at run time"
-        )
     graph: dict[str, set[str]] = defaultdict(set)
     for module, name in edges:
-        if (module, name) not in KNOWN_BACK_ARROWS:
-            graph[module].add(name)
+        graph[module].add(name)
     problems = []
     for component in _cycles(graph):
         inside = set(component)
