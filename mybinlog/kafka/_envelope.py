@@ -344,10 +344,13 @@ def _int_text(value: Any) -> str:
 _TEXT_KINDS = frozenset(("char", "varchar", "tinytext", "text", "mediumtext", "longtext"))
 
 
-def _compile_row(columns: Sequence[ColumnLike], texts: Sequence[Callable[[Any], str]]) -> Callable[[Any], str]:
-    """One function per table that writes a row image (a mapping) as the JSON text of ``TableEncoder.row``: the loop
-    over the columns unrolled, integers and strings written inline. The generated source holds only local names
-    (``n0``, ``p0``, ``t0``...); names and functions are bound through the namespace, never pasted into the code."""
+def _compile_row(
+    columns: Sequence[ColumnLike], texts: Sequence[Callable[[Any], str]], *, key: bool = False
+) -> Callable[[Any], Any]:
+    """One function per table that writes a row image (a mapping) as the JSON text of ``TableEncoder.row`` (``key``:
+    the key's columns as the UTF-8 of ``TableEncoder.key``), the loop over the columns unrolled, integers and strings
+    written inline. The generated source holds only local names (``n0``, ``p0``, ``t0``...): the columns' names and
+    functions are bound through its namespace, never pasted into the code."""
     env: dict[str, Any] = {"MISSING": MISSING, "_INT": _INT, "_STR": _STR}
     lines = ["def row_text(values):", "    get = values.get", "    parts = []", "    add = parts.append"]
     for i, (column, text) in enumerate(zip(columns, texts, strict=True)):
@@ -359,16 +362,19 @@ def _compile_row(columns: Sequence[ColumnLike], texts: Sequence[Callable[[Any], 
             inline = f"(_STR(v) if type(v) is str else t{i}(v))"
         else:
             inline = f"t{i}(v)"
-        lines += [
-            f"    v = get(n{i}, MISSING)",
-            "    if v is None:",
-            f"        add(z{i})",
-            "    elif v is not MISSING:",
-            f"        add(p{i} + {inline})",
-        ]
-    lines.append("    return '{' + ','.join(parts) + '}'")
+        if key:  # a key column is never left out of an image
+            lines += [f"    v = get(n{i})", f"    add(z{i} if v is None else p{i} + {inline})"]
+        else:
+            lines += [
+                f"    v = get(n{i}, MISSING)",
+                "    if v is None:",
+                f"        add(z{i})",
+                "    elif v is not MISSING:",
+                f"        add(p{i} + {inline})",
+            ]
+    lines.append("    return ('{' + ','.join(parts) + '}')" + (".encode()" if key else ""))
     exec(compile("\n".join(lines), "<mybinlog.kafka row encoder>", "exec"), env)
-    function: Callable[[Any], str] = env["row_text"]
+    function: Callable[[Any], Any] = env["row_text"]
     return function
 
 
@@ -386,6 +392,10 @@ def column_text(column: ColumnLike, *, bigint_unsigned: str = "long") -> Callabl
         scale = column.scale or 0
         return lambda v: f'"{encode_decimal(v, scale)}"'
     return lambda v: _json_text(encode(v))
+
+
+def _no_key(values: Mapping[str, Any]) -> None:
+    return None
 
 
 class TableEncoder:
@@ -408,12 +418,14 @@ class TableEncoder:
         self.encoders = [column_encoder(c, bigint_unsigned=bigint_unsigned) for c in table.columns]
         lower = [n.lower() for n in self.names]
         self.key_index = [lower.index(k.lower()) for k in table.primary_key]
-        # (name, its JSON text and a colon, the value's text function) per column, and per key column
-        self._fields = [
-            (c.name, _STR(c.name) + ":", column_text(c, bigint_unsigned=bigint_unsigned)) for c in table.columns
-        ]
-        self._key_fields = [self._fields[i] for i in self.key_index]
-        self._text = _compile_row(table.columns, [text for _, _, text in self._fields])
+        # the compiled row and key functions (JSON text of row() and key())
+        texts = [column_text(c, bigint_unsigned=bigint_unsigned) for c in table.columns]
+        self._text: Callable[[Mapping[str, Any]], str] = _compile_row(table.columns, texts)
+        self._key: Callable[[Mapping[str, Any]], bytes | None] = (
+            _compile_row([table.columns[i] for i in self.key_index], [texts[i] for i in self.key_index], key=True)
+            if self.key_index
+            else _no_key
+        )
 
     def row(self, values: Sequence[Any]) -> dict[str, Any]:
         """One row image as Debezium's ``before``/``after`` object (columns a minimal image left out are absent)."""
@@ -466,13 +478,16 @@ class TableEncoder:
     ) -> list[Message]:
         """:meth:`change` with row images as mappings (a column absent from one, or :data:`MISSING`, is left out)
         and ``source`` as :meth:`SourceInfo.parts` with the row's index ``row``."""
+        if op == "c" or op == "r":  # the common case in one piece
+            assert after is not None
+            value = (
+                f'{{"before":null,"after":{self._text(after)},"source":{source[0]}{row}{source[1]},"op":"{op}",'
+                f'"ts_ms":{ts_ms},"transaction":null}}'
+            )
+            return [Message(self._key(after), value.encode())]
         src = f"{source[0]}{row}{source[1]}"
         end = f',"ts_ms":{ts_ms},"transaction":null}}'
         tail = f'{src},"op":"{op}"{end}'
-        if op == "c" or op == "r":
-            assert after is not None
-            value = f'{{"before":null,"after":{self._text(after)},"source":{tail}'
-            return [Message(self._key(after), value.encode())]
         assert before is not None
         if op == "d":
             key = self._key(before)
@@ -494,15 +509,6 @@ class TableEncoder:
             out.append(Message(old, None))
         out.append(Message(new, created.encode(), (("__debezium.oldkey", old),)))
         return out
-
-    def _key(self, values: Mapping[str, Any]) -> bytes | None:
-        if not self._key_fields:
-            return None
-        parts = []
-        for name, prefix, text in self._key_fields:
-            value = values.get(name)
-            parts.append(prefix + ("null" if value is None else text(value)))
-        return ("{" + ",".join(parts) + "}").encode()
 
 
 def truncate(source: SourceInfo, ts_ms: int) -> Message:
