@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..clickhouse import snapshot_version
 from ..protocol._position import BinlogPosition
-from ..source._dsn import DSN
+from ..source import DSN, select_where
 from ._chunks import Chunk, chunk_predicate
 from ._source import Watermark, connect_source, open_chunk_snapshot, stream_query
 
@@ -79,11 +79,11 @@ class CopyTable:
     def select_sql(self, chunk: Chunk) -> str:
         from ..clickhouse.types import select_expression
 
-        cols = ", ".join(select_expression(c) for c in self.definition.columns)  # VECTOR as its bytes
+        cols = [select_expression(c) for c in self.definition.columns]  # VECTOR as its bytes
         conditions = [chunk_predicate(self.key, chunk, self.key_charsets)] if self.key else []
         conditions += [f"({f})" for f in self.filters]
         where = " AND ".join(c for c in conditions if c != "1") or "1"
-        return f"SELECT {cols} FROM {self.source_table} WHERE {where}"
+        return select_where(self.source_table, cols, where)
 
 
 @dataclass(frozen=True)
@@ -324,7 +324,7 @@ async def copy_chunk(job: CopyJob, sink: _Sink, chunk: Chunk, encode_rows: Calla
                     reported, reported_at = total, time.monotonic()
                     await sink.progress(chunk, attempt, total)
             with contextlib.suppress(Exception):
-                await src.query("COMMIT")  # end the read view early; the rows are all in memory or inserted
+                await src.commit()  # end the read view early; the rows are all in memory or inserted
             await flush()
     finally:
         await src.close()

@@ -40,19 +40,18 @@ from urllib.parse import quote, urlsplit, urlunsplit
 from .._text import duration
 from ..errors import ConfigurationError, MybinlogError, SnapshotError
 from ..protocol._position import BinlogPosition
-from ..source._dsn import DSN
-from ..source._sql import quote_mysql_ident
+from ..source import DSN, quote_mysql_ident
 from ._chunks import Chunk, TablePlan, balance
 from ._copy import ChunkResult, CopyJob, CopyTable, copy_partition, meta_columns, parse_spool_name
 from ._plan import choose_key, key_range_filter, plan_table
-from ._source import Watermark, connect_source, gtid_set_at, normalize_create, read_position, show_create_table
+from ._source import Watermark, connect_source, gtid_set_at, normalize_create, read_position
 from ._spark import _context, _session, _stop_spark_context, spark_session
 from ._state import ChunkStates, StateStore
 
 if TYPE_CHECKING:
     from ..clickhouse import Target
     from ..ddl import TableDef
-    from ..source._session import SourceConnection
+    from ..source import SourceConnection
 
 __all__ = [
     "SnapshotOptions",
@@ -650,7 +649,7 @@ class _Run:
                 texts = {}
                 for name in names:
                     try:
-                        texts[name] = await show_create_table(src, self.database, name)
+                        texts[name] = await src.show_create_table(self.database, name)
                     except MybinlogError as exc:
                         raise SnapshotError(f"cannot read the definition of {self.database}.{name}: {exc}") from exc
                 plans = await self._plan(src, texts, parse_create_table)
@@ -867,7 +866,7 @@ class _Run:
             changed += [f"{t} (created)" for t in await src.tables(self.database) if t not in texts]
         for name, text in texts.items():
             try:
-                now = await show_create_table(src, self.database, name)
+                now = await src.show_create_table(self.database, name)
             except MybinlogError:
                 changed.append(f"{name} (dropped)")
                 continue

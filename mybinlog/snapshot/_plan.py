@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
-from ..source._sql import quote_mysql_ident
+from ..source import quote_mysql_ident
 from ._chunks import (
     INTEGER_TYPES,
     ORDERED_TYPES,
@@ -32,7 +32,7 @@ from ._chunks import (
 
 if TYPE_CHECKING:
     from ..ddl import TableDef
-    from ..source._session import SourceConnection
+    from ..source import SourceConnection
 
 __all__ = ["auto_chunk_rows", "choose_key", "key_range_filter", "plan_table"]
 
@@ -90,11 +90,6 @@ def key_range_filter(definition: TableDef, key: Sequence[str], key_range: tuple[
     return " AND ".join(parts)
 
 
-async def _count(src: SourceConnection, table_sql: str, where: str) -> int:
-    rows = await src.query(f"SELECT COUNT(*) FROM {table_sql} WHERE {where}")
-    return int(rows[0][0] or 0)
-
-
 async def plan_table(
     src: SourceConnection,
     database: str,
@@ -108,16 +103,11 @@ async def plan_table(
     """Plan the chunks of one table. ``filters``: SQL conditions limiting the key range (``--key-range``);
     ``--where`` conditions are not used for planning (they may not be indexed), only when reading."""
     name = definition.name
-    table_sql = f"{quote_mysql_ident(database)}.{quote_mysql_ident(name)}"
     key, key_source = choose_key(definition)
     where = " AND ".join(f"({f})" for f in filters) or "1"
 
-    est_rows = await src.query(
-        "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
-        (database, name),
-    )
-    estimate = int(est_rows[0][0] or 0) if est_rows else 0
-    count = await _count(src, table_sql, where) if estimate <= EXACT_COUNT_LIMIT else estimate
+    estimate = await src.estimated_rows(database, [name])
+    count = await src.count_rows(database, name, where) if estimate <= EXACT_COUNT_LIMIT else estimate
     size = chunk_rows if chunk_rows is not None else auto_chunk_rows(count, parallelism)
 
     def chunk(index: int, lower: tuple[Any, ...] | None, upper: tuple[Any, ...] | None, rows: int) -> Chunk:
@@ -129,11 +119,9 @@ async def plan_table(
             logger.warning("%s.%s has no primary key nor NOT NULL unique key: copied as one chunk", database, name)
         return TablePlan(name, key, key_source, method, [chunk(0, None, None, count)])
 
-    cols = ", ".join(quote_mysql_ident(c) for c in key)
     charsets = [definition.column(c).charset for c in key]
     if len(key) == 1 and definition.column(key[0]).type_name in INTEGER_TYPES:
-        rows = await src.query(f"SELECT MIN({cols}), MAX({cols}) FROM {table_sql} WHERE {where}")
-        lo, hi = rows[0]
+        lo, hi = await src.key_bounds(database, name, key[0], where)
         if lo is not None and hi is not None:
             bounds = even_boundaries(int(lo), int(hi), count, size)
             if bounds is not None:
@@ -153,15 +141,15 @@ async def plan_table(
         cond = where
         if boundaries:
             cond = f"{where} AND ({key_greater(key, boundaries[-1], charsets)})"
-        rows = await src.query(f"SELECT {cols} FROM {table_sql} WHERE {cond} ORDER BY {cols} LIMIT 1 OFFSET {size - 1}")
-        if not rows:
+        boundary = await src.key_at_offset(database, name, key, cond, size - 1)
+        if boundary is None:
             break
-        boundaries.append(tuple(rows[0]))
+        boundaries.append(boundary)
     chunks = []
     for i, upper in enumerate(boundaries):
         chunks.append(chunk(i, boundaries[i - 1] if i else None, upper, size))
     last_where = f"{where} AND ({key_greater(key, boundaries[-1], charsets)})" if boundaries else where
-    last_rows = await _count(src, table_sql, last_where)
+    last_rows = await src.count_rows(database, name, last_where)
     if last_rows or not chunks:
         chunks.append(chunk(len(chunks), boundaries[-1] if boundaries else None, None, last_rows))
     else:  # the key ends exactly at a boundary: the last chunk still must be open above

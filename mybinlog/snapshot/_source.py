@@ -1,6 +1,6 @@
 """Reading the MySQL/MariaDB source for a snapshot: low watermarks, chunk reads, schemas.
 
-Connections are :class:`mybinlog.source._session.SourceConnection` (asyncmy underneath: its C row parser
+Connections are :class:`mybinlog.source.SourceConnection` (asyncmy underneath: its C row parser
 reads about four times faster than pymysql, which matters in the executors), with ``time_zone = '+00:00'`` so
 TIMESTAMP values arrive as UTC, exactly as the binlog carries them.
 
@@ -25,11 +25,9 @@ from ..clickhouse import binlog_file_number
 from ..errors import PreconditionError, SourceConnectionError, SourceError
 from ..protocol._gtid import parse_gtid_set
 from ..protocol._position import BinlogPosition
-from ..source._dsn import DSN
-from ..source._sql import quote_mysql_ident
 
 if TYPE_CHECKING:
-    from ..source._session import SourceConnection
+    from ..source import DSN, SourceConnection
 
 __all__ = [
     "Watermark",
@@ -67,41 +65,28 @@ class Watermark:
 
 
 async def connect_source(dsn: DSN) -> SourceConnection:
-    from ..source._session import SourceConnection
+    from ..source import SourceConnection
 
     return await SourceConnection.connect(dsn)
 
 
-def _text(value: Any) -> str:
-    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes | bytearray) else str(value)
-
-
 async def read_position(src: SourceConnection) -> Watermark:
     """The current end of the binlog (``SHOW MASTER STATUS``), with MySQL's executed GTID set."""
-    new_syntax = src.flavor == "mysql" and src.info.version >= (8, 2, 0)
-    rows = await src.query("SHOW BINARY LOG STATUS" if new_syntax else "SHOW MASTER STATUS")
-    if not rows:
+    end = await src.binlog_end()
+    if end is None:
         raise PreconditionError(
             f"{src.dsn.display}: the server reports no binlog position (binary logging is off); a snapshot "
             "needs the binlog to be consistent with the stream: start the server with --log-bin"
         )
-    row = rows[0]
-    gtids = None
-    if src.flavor == "mysql" and len(row) >= 5:
-        gtids = _text(row[4]).replace("\n", "").replace(" ", "")
-    return Watermark(_text(row[0]), int(row[1]), gtids)
+    return Watermark(*end)
 
 
 async def open_chunk_snapshot(src: SourceConnection) -> Watermark:
     """Start the read transaction of one chunk and return its low watermark (see the module docstring)."""
     before = None if src.flavor == "mariadb" else await read_position(src)
-    await src.query("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-    await src.query("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-    rows = await src.query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'")
-    status = {_text(k).lower(): _text(v) for k, v in rows}
-    file = status.get("binlog_snapshot_file", "")
-    if file:
-        return Watermark(file, int(status.get("binlog_snapshot_position") or 0), None, exact=True)
+    exact = await src.start_snapshot_read()
+    if exact is not None:
+        return Watermark(exact[0], exact[1], None, exact=True)
     if before is None:  # MariaDB without the status variables (binlog off?)
         before = await read_position(src)
     return before
@@ -114,10 +99,7 @@ async def gtid_set_at(src: SourceConnection, watermark: Watermark) -> str | None
         return watermark.gtids
     if src.flavor != "mariadb":
         return None
-    rows = await src.query("SELECT BINLOG_GTID_POS(%s, %s)", (watermark.file, watermark.offset))
-    if not rows or rows[0][0] is None:
-        return None
-    return _text(rows[0][0])
+    return await src.binlog_gtid_pos(watermark.file, watermark.offset)
 
 
 async def stream_query(src: SourceConnection, sql: str, batch_rows: int) -> AsyncIterator[list[tuple[Any, ...]]]:
@@ -142,8 +124,3 @@ def normalize_create(text: str) -> str:
     """SHOW CREATE TABLE text without what changes with every insert (the ``AUTO_INCREMENT=N`` option): two
     normalized texts differ only when a DDL changed the table."""
     return _AUTO_INCREMENT.sub("", text).strip()
-
-
-async def show_create_table(src: SourceConnection, database: str, table: str) -> str:
-    rows = await src.query(f"SHOW CREATE TABLE {quote_mysql_ident(database)}.{quote_mysql_ident(table)}")
-    return _text(rows[0][1])

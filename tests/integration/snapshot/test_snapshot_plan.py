@@ -16,7 +16,7 @@ from mybinlog.ddl import parse_create_table
 from mybinlog.snapshot._chunks import TablePlan
 from mybinlog.snapshot._copy import CopyTable
 from mybinlog.snapshot._plan import key_range_filter, plan_table
-from mybinlog.snapshot._source import connect_source, show_create_table
+from mybinlog.snapshot._source import connect_source
 from tests.servers import MariaDBServer
 
 pytestmark = pytest.mark.integration
@@ -29,7 +29,7 @@ async def _plan(
 
     src = await connect_source(DSN.parse(server.repl_dsn))
     try:
-        text = await show_create_table(src, db, table)
+        text = await src.show_create_table(db, table)
         definition = parse_create_table(text, db)
         filters = []
         if key_range is not None:
