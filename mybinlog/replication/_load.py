@@ -25,9 +25,7 @@ from .. import ddl as _ddl
 from ..clickhouse import Checkpoint, make_seq
 from ..errors import ConfigurationError, MybinlogError, ReplicationError
 from ..protocol._position import BinlogPosition
-from ..source._dsn import DSN
-from ..source._session import SourceConnection, select_scope
-from ..source._sql import quote_mysql_ident
+from ..source import DSN, SourceConnection, quote_mysql_ident, select_scope
 from ._observe import _LoadProgress
 from ._xa import prepared_at
 
@@ -269,7 +267,7 @@ class InitialLoad:
                 )
         for t in names:
             try:
-                await src.query(f"SELECT 1 FROM {quote_mysql_ident(db)}.{quote_mysql_ident(t)} LIMIT 0")
+                await src.check_readable(db, t)
                 text = await src.show_create_table(db, t)
             except MybinlogError as exc:
                 problems.append(

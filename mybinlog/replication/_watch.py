@@ -27,16 +27,16 @@ import logging
 import time
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from ..errors import MybinlogError
 from ..protocol._gtid import GtidSet, parse_gtid_set
 from ..protocol._position import BinlogPosition
-from ..source._session import SourceConnection
+from ..source import SourceConnection
 
 if TYPE_CHECKING:
     from ..clickhouse import Checkpoint
-    from ..source._dsn import DSN
+    from ..source import DSN
 
 __all__ = ["BinlogCheck", "SourceBinlogs", "SourceWatch", "Watched", "assess_binlogs", "read_source_binlogs"]
 
@@ -152,18 +152,12 @@ def assess_binlogs(binlogs: SourceBinlogs, needed: BinlogPosition, now: float) -
     return BinlogCheck("ok", f"{file} is not the oldest binlog file left ({oldest})", lag_bytes, retention, left, n)
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes | bytearray) else str(value)
-
-
 async def read_source_binlogs(src: SourceConnection) -> SourceBinlogs:
     """Read the binlog files, the retention settings and the GTIDs the oldest file starts at."""
-    files = [(_text(r[0]), int(r[1])) for r in await src.query("SHOW BINARY LOGS")]
-    rows = await src.query(
-        "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('binlog_expire_logs_seconds', 'expire_logs_days', "
-        "'binlog_expire_logs_auto_purge', 'max_binlog_total_size')"
+    files = await src.binlog_sizes()
+    settings = await src.global_variables(
+        ("binlog_expire_logs_seconds", "expire_logs_days", "binlog_expire_logs_auto_purge", "max_binlog_total_size")
     )
-    settings = {_text(k).lower(): _text(v) for k, v in rows}
     retention = float(settings.get("binlog_expire_logs_seconds") or 0)
     if retention <= 0:
         retention = float(settings.get("expire_logs_days") or 0) * 86400
@@ -172,13 +166,13 @@ async def read_source_binlogs(src: SourceConnection) -> SourceBinlogs:
     start: GtidSet | None = None
     with contextlib.suppress(MybinlogError, ValueError):
         if src.flavor == "mariadb" and files:
-            got = await src.query("SELECT BINLOG_GTID_POS(%s, 4)", (files[0][0],))
-            if got and got[0][0] is not None:
-                start = parse_gtid_set(_text(got[0][0]), "mariadb")
+            got = await src.binlog_gtid_pos(files[0][0], 4)
+            if got is not None:
+                start = parse_gtid_set(got, "mariadb")
         elif src.flavor == "mysql":
-            got = await src.query("SELECT @@global.gtid_purged")
-            if got and got[0][0] is not None:
-                start = parse_gtid_set(_text(got[0][0]).replace("\n", ""), "mysql")
+            got = await src.gtid_purged()
+            if got is not None:
+                start = parse_gtid_set(got, "mysql")
     return SourceBinlogs(
         files,
         retention,
