@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigurationError, MybinlogError
-from ..source._dsn import DSN
-from ..source._sql import quote_mysql_ident
+from ..source import DSN
 from ._canonical import Canon, fast_canonical
 from ._compare import Match, TableComparer, _sort_key, bucket_count
 from ._replica import _describe_replica, _engine_mode, _from_clause, _qi, _replica_tables, _ReplicaTable
@@ -23,7 +22,7 @@ from ._report import RowDifference, TableResult, VerifyReport
 if TYPE_CHECKING:
     from ..clickhouse import Capabilities, Target
     from ..ddl import ColumnDef, TableDef
-    from ..source._session import SourceConnection
+    from ..source import SourceConnection
 
 __all__ = ["DEFAULT_MAX_DIFFERENCES", "DEFAULT_PAGE_ROWS", "verify"]
 
@@ -165,7 +164,7 @@ class _Verifier:
         else:
             rows = await self.target.query(f"SELECT count() FROM {from_clause}")
             replica_count = int(rows[0][0] or 0)
-        expected = max(await self._source_estimate(database, name), replica_count)
+        expected = max(await self.source.estimated_rows(database, [name]), replica_count)
         comparer = TableComparer(
             plan.columns,
             plan.key,
@@ -218,16 +217,6 @@ class _Verifier:
         result.min_differences = bound if really_different else 0
         if result.schema or really_different or result.replica_duplicates:
             result.status = "different"
-
-    async def _source_estimate(self, database: str, name: str) -> int:
-        rows = await self.source.query(
-            "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
-            (database, name),
-        )
-        try:
-            return int(rows[0][0]) if rows and rows[0][0] is not None else 0
-        except (TypeError, ValueError):
-            return 0
 
 
 @dataclass
@@ -413,10 +402,9 @@ async def _verify_database(
             continue
         engine = replica_tables.get(name)
         if engine is None:
-            source_table = f"{quote_mysql_ident(database)}.{quote_mysql_ident(name)}"
-            rows = await verifier.source.query(f"SELECT COUNT(*) FROM {source_table}")
+            count = await verifier.source.count_rows(database, name)
             report.tables.append(
-                TableResult(f"{database}.{name}", f"{replica_db}.{name}", status="missing", source_rows=int(rows[0][0]))
+                TableResult(f"{database}.{name}", f"{replica_db}.{name}", status="missing", source_rows=count)
             )
             continue
         try:
@@ -438,16 +426,7 @@ async def _verify_database(
 
 
 async def _connect_source(dsn: DSN) -> SourceConnection:
-    from ..source._connection import BinlogConnection
-    from ..source._session import SourceConnection
+    from ..source import SourceConnection
 
-    conn = await BinlogConnection.connect(dsn, heartbeat_period=0, check_preconditions=False)
-    source = SourceConnection(conn)
-    try:
-        await source.query("SET time_zone = '+00:00'")
-        # A slow reader must not make the server drop the streaming result.
-        await source.query("SET SESSION net_write_timeout = 3600")
-    except BaseException:
-        await source.close()
-        raise
-    return source
+    # A slow reader must not make the server drop the streaming result.
+    return await SourceConnection.connect(dsn, check_preconditions=False, net_write_timeout=3600)
