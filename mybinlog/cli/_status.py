@@ -20,15 +20,12 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from ..errors import ConfigurationError, MybinlogError
 from ..source._dsn import DSN
 from ..status import STATUS_COLUMNS, read_status
 from ._common import add_source_arguments, source_dsn
-
-if TYPE_CHECKING:
-    from ..source._connection import BinlogConnection
 
 __all__ = ["register", "run", "server_facts"]
 
@@ -151,7 +148,7 @@ async def server_facts(dsn: DSN) -> dict[str, Any]:
         except MybinlogError as exc:
             facts["binlog_files"] = f"unavailable: {exc}"
         try:
-            rows = await _binlog_dumps(conn, info.flavor)
+            rows = await conn.binlog_dumps()
             facts["binlog_dumps"] = [
                 {
                     "id": r[0],
@@ -168,14 +165,6 @@ async def server_facts(dsn: DSN) -> dict[str, Any]:
         return facts
     finally:
         await conn.close()
-
-
-_DUMPS = "SELECT ID, USER, HOST, COMMAND, TIME, STATE FROM {processlist} WHERE COMMAND LIKE 'Binlog Dump%' ORDER BY ID"
-
-
-async def _binlog_dumps(conn: BinlogConnection, flavor: str) -> list[tuple[Any, ...]]:
-    """The server's binlog dump connections (those the user may see: all of them with the PROCESS privilege)."""
-    return await conn.query_processlist(_DUMPS)
 
 
 def _text(value: object) -> str:

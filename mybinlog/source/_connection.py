@@ -764,6 +764,14 @@ class BinlogConnection:
                 return await self.query(sql.format(processlist="information_schema.PROCESSLIST"), args)
         return await self.query(sql.format(processlist="information_schema.PROCESSLIST"), args)
 
+    async def binlog_dumps(self) -> list[tuple[Any, ...]]:
+        """The server's binlog dump connections, ``(ID, USER, HOST, COMMAND, TIME, STATE)`` by ID (those the user may
+        see: all of them with the PROCESS privilege)."""
+        return await self.query_processlist(
+            "SELECT ID, USER, HOST, COMMAND, TIME, STATE FROM {processlist} "
+            "WHERE COMMAND LIKE 'Binlog Dump%' ORDER BY ID"
+        )
+
     async def current_position(self) -> tuple[str, int, str]:
         """The server's current binlog end: ``(file, position, executed GTID set as text)``.
 
