@@ -269,10 +269,10 @@ class KafkaSink(TransactionalSink):
         messages: list[tuple[str, Message]] = []
         now = int(time.time() * 1000)
         for txn in transactions:
-            sources: dict[str, tuple[str, str]] = {}  # the source block of each table of the transaction, once
+            tables: dict[str, tuple[TableEncoder, str, tuple[str, str]]] = {}  # see _messages
             end = txn.end
             for i, change in enumerate(txn.changes):
-                messages.extend(self._messages(change, end, "false", i, now, sources, gtid=txn.gtid))
+                messages.extend(self._messages(change, end, "false", i, now, tables, gtid=txn.gtid))
         await self._commit(messages, checkpoint_json(checkpoint))
         self._last = checkpoint.position
         log.info(
@@ -302,9 +302,9 @@ class KafkaSink(TransactionalSink):
         position = self._load_position or self._last
         now = int(time.time() * 1000)
         messages: list[tuple[str, Message]] = []
-        sources: dict[str, tuple[str, str]] = {}
+        tables: dict[str, tuple[TableEncoder, str, tuple[str, str]]] = {}
         for i, change in enumerate(changes):
-            messages.extend(self._messages(change, position, "true", i, now, sources, table))
+            messages.extend(self._messages(change, position, "true", i, now, tables, table))
         await self._commit(messages, None)
 
     async def schema_change(self, kind: str, name: str, definition: TableDef | None) -> str | None:
@@ -342,17 +342,18 @@ class KafkaSink(TransactionalSink):
         snapshot: str,
         row: int,
         now: int,
-        sources: dict[str, tuple[str, str]],
+        tables: dict[str, tuple[TableEncoder, str, tuple[str, str]]],
         definition: TableDef | None = None,
         *,
         gtid: str | None = None,
     ) -> list[tuple[str, Message]]:
-        if definition is None:
-            definition = self.tables[change.table].definition
-        encoder = self._encoders.get(definition)
-        source = sources.get(change.table)
-        if source is None:
-            source = sources[change.table] = SourceInfo(
+        """The messages of ``change``; ``tables``: the encoder, topic and source block of each table, made once per
+        transaction (or block of loaded rows) by the first change of the table."""
+        made = tables.get(change.table)
+        if made is None:
+            if definition is None:
+                definition = self.tables[change.table].definition
+            source = SourceInfo(
                 name=self.prefix,
                 db=self.database,
                 table=change.table,
@@ -362,9 +363,10 @@ class KafkaSink(TransactionalSink):
                 gtid=gtid,
                 ts_ms=position.timestamp * 1000 if position else 0,
                 snapshot=snapshot,
-            ).parts()
-        topic = self.topic(change.table)
-        return [(topic, m) for m in encoder.encode(change.op, change.before, change.after, source, row, now)]
+            )
+            made = tables[change.table] = (self._encoders.get(definition), self.topic(change.table), source.parts())
+        encoder, topic, parts = made
+        return [(topic, m) for m in encoder.encode(change.op, change.before, change.after, parts, row, now)]
 
     # -- lifetime ------------------------------------------------------------------------------------------------
     async def aclose(self) -> None:
