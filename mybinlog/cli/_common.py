@@ -36,7 +36,7 @@ from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 from ..errors import ConfigurationError
 from ..replication._names import check_replica_name
-from ..source._dsn import DSN
+from ..source import DSN
 
 __all__ = [
     "EXIT_ERROR",

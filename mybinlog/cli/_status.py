@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from ..errors import ConfigurationError, MybinlogError
-from ..source._dsn import DSN
+from ..source import DSN
 from ..status import STATUS_COLUMNS, read_status
 from ._common import add_source_arguments, source_dsn
 

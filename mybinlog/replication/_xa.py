@@ -28,13 +28,13 @@ from ..errors import BinlogPurgedError, ReplicationError, SourceConnectionError
 from ..protocol._events import RowsEvent
 from ..protocol._position import BinlogPosition
 from ..protocol._transaction import XaStatement
-from ..source._dsn import DSN
+from ..source import DSN
 from ..source._stream import BinlogStream
 from ._batch import Entry
 
 if TYPE_CHECKING:
     from ..protocol._transaction import Transaction
-    from ..source._session import SourceConnection
+    from ..source import SourceConnection
     from ._sink import SinkTable
 
 __all__ = ["Held", "XaHold", "prepared_at", "read_prepared", "reached"]
