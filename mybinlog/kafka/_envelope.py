@@ -337,6 +337,10 @@ def _json_text(value: Any) -> str:
     return _DUMPS(value)
 
 
+def _double_text(value: Any) -> str:
+    return _float_text(value if type(value) is float else float(value))
+
+
 def _int_text(value: Any) -> str:
     return _INT(value) if type(value) is int else _INT(int(value))
 
@@ -351,7 +355,8 @@ def _compile_row(
     the key's columns as the UTF-8 of ``TableEncoder.key``), the loop over the columns unrolled, integers and strings
     written inline. The generated source holds only local names (``n0``, ``p0``, ``t0``...): the columns' names and
     functions are bound through its namespace, never pasted into the code."""
-    env: dict[str, Any] = {"MISSING": MISSING, "_INT": _INT, "_STR": _STR}
+    env: dict[str, Any] = {"MISSING": MISSING, "_INT": _INT, "_STR": _STR, "_FLOAT": _FLOAT, "_DT": dt.datetime,
+                           "_EPOCH": _EPOCH}  # fmt: skip
     lines = ["def row_text(values):", "    get = values.get", "    parts = []", "    add = parts.append"]
     for i, (column, text) in enumerate(zip(columns, texts, strict=True)):
         prefix = _STR(column.name) + ":"
@@ -360,6 +365,11 @@ def _compile_row(
             inline = f"(_INT(v) if type(v) is int else t{i}(v))"
         elif column.type_name in _TEXT_KINDS:
             inline = f"(_STR(v) if type(v) is str else t{i}(v))"
+        elif text is _double_text:  # a finite float: its repr (v - v is nan for nan and the infinities)
+            inline = f"(_FLOAT(v) if type(v) is float and v - v == 0.0 else t{i}(v))"
+        elif column.type_name == "datetime":  # a naive datetime: ms or us since the epoch, as datetime_value
+            env[f"u{i}"] = _MICROSECOND if (column.fsp or 0) > 3 else _MILLISECOND
+            inline = f"(_INT((v - _EPOCH) // u{i}) if type(v) is _DT and v.tzinfo is None else t{i}(v))"
         else:
             inline = f"t{i}(v)"
         if key:  # a key column is never left out of an image
@@ -387,7 +397,7 @@ def column_text(column: ColumnLike, *, bigint_unsigned: str = "long") -> Callabl
     if column.type_name in _TEXT_KINDS:
         return lambda v: _STR(v) if type(v) is str else _STR(_text(v, column))
     if encode is float:  # DOUBLE
-        return lambda v: _float_text(v if type(v) is float else float(v))
+        return _double_text
     if column.type_name == "decimal":  # base64: nothing to escape
         scale = column.scale or 0
         return lambda v: f'"{encode_decimal(v, scale)}"'

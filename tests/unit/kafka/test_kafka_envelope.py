@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -222,6 +222,8 @@ _MORE: dict[str, list[Any]] = {
     "c ENUM('a','b')": [1, 0],
     "c SET('a','b','c')": [5, 0, "a,c"],
     "c BIT(1)": [0],
+    "c DATETIME": [datetime(1969, 12, 31, 23, 59, 59, 999999), datetime(2020, 1, 1, tzinfo=UTC), "0000-00-00"],
+    "c DATETIME(6)": [datetime(1, 1, 1), datetime(2020, 1, 1, 0, 0, 0, 1, tzinfo=UTC), "0000-00-00"],
 }
 
 
