@@ -213,7 +213,8 @@ class _DriverStderr(io.TextIOBase):
 def run(args: argparse.Namespace, *, spark_submit: bool = False, err: TextIO | _DriverStderr | None = None) -> int:
     """Run the snapshot described by ``args``; returns the exit code (0 done, 1 error). Progress lines go to
     ``err`` (default stderr)."""
-    from ..snapshot._job import SnapshotOptions, SnapshotProgress, run_snapshot, spark_session
+    from ..snapshot._job import SnapshotOptions, SnapshotProgress, spark_session
+    from ..snapshot._run import run_snapshot
 
     err = err or sys.stderr
     options, master = options_from_args(args)
