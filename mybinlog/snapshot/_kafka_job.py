@@ -91,6 +91,13 @@ class KafkaRun(_Run):
                 "a snapshot into Kafka is an initial load (then `replicate --target kafka://` goes on from it); "
                 "there is no backfill into Kafka"
             )
+        given = [name for name, value in (("--target-database", o.target_database), ("--recreate", o.recreate),
+                 ("--spool-dir", o.spool_dir), ("--engine", o.engine != "replacing")) if value]  # fmt: skip
+        if given:
+            raise ConfigurationError(
+                f"{', '.join(given)} go with a ClickHouse target, not kafka:// (topics are named by the URL's prefix "
+                "and topic_pattern)"
+            )
         if self.kafka.transactional is False:
             raise ConfigurationError(
                 "a snapshot into Kafka publishes each chunk in a Kafka transaction: drop transactional=false, or use "
