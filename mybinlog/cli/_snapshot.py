@@ -55,7 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser, *, spark_submit: bool = False
         default=DEFAULT_TARGET,
         metavar="URL",
         help=f"http://user@host:8123 or chdb:///path (default {DEFAULT_TARGET}); the ClickHouse password from "
-        "--target-password-file, MYBINLOG_CH_PASSWORD_FILE or MYBINLOG_CH_PASSWORD",
+        "--target-password-file, MYBINLOG_CH_PASSWORD_FILE or MYBINLOG_CH_PASSWORD; or kafka://broker:9092?prefix=P "
+        "(Debezium op r messages, then `replicate --target kafka://` goes on: docs/kafka.md)",
     )
     add_target_arguments(src)
     src.add_argument("--database", "-d", help="MySQL database (default: the DSN's database)")
