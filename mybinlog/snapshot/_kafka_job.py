@@ -24,6 +24,7 @@ What differs from the ClickHouse target: no state in ClickHouse (the chunk recor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import logging
@@ -244,7 +245,10 @@ class KafkaRun(_Run):
         try:
             results = await asyncio.shield(worker)
         except asyncio.CancelledError:
-            sc.cancelJobGroup(group_id)
+            with contextlib.suppress(Exception):
+                sc.cancelJobGroup(group_id)
+            with contextlib.suppress(BaseException):  # a task that commits meanwhile: its rows are published once
+                await asyncio.shield(worker)
             raise
         except Exception as exc:  # noqa: BLE001 - Py4J/Spark errors have no common base we can import
             detail = str(_spark_error(exc, snapshot_id)).split("; finished chunks")[0]
