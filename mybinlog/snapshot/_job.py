@@ -71,7 +71,8 @@ class SnapshotOptions:
     """What to copy, where, and how. Settings map 1:1 to ``mybinlog snapshot`` options.
 
     ``source``: the MySQL/MariaDB DSN (password from the URL or ``MYBINLOG_PASSWORD``). ``target``: the
-    ClickHouse URL (``http://user:pw@host:8123``, password also from ``MYBINLOG_CH_PASSWORD``) or a chdb path.
+    ClickHouse URL (``http://user:pw@host:8123``, password also from ``MYBINLOG_CH_PASSWORD``) or a chdb path, or
+    a Kafka target (``kafka://broker:9092?prefix=P``: an initial load as Debezium messages, docs/kafka.md).
     ``database``: the MySQL database; ``tables``: some of its tables (default all base tables).
     ``target_database``/``replica``: as for the replicator (default: the MySQL database name).
     ``mode``: ``auto`` (initial load when the replica has no checkpoint, else backfill), ``initial`` or
