@@ -38,3 +38,13 @@ async def test_refused_before_connecting(target: str, extra: dict[str, Any], mes
     options = SnapshotOptions(source=SOURCE, target=target, database="shop", **extra)
     with pytest.raises(ConfigurationError, match=message):
         await run_snapshot(options, spark=_NoSpark())
+
+
+def test_the_command_refuses_a_bad_kafka_target_before_spark_starts(capsys: pytest.CaptureFixture[str]) -> None:
+    from mybinlog.cli._main import main
+
+    code = main(["snapshot", "--source", SOURCE, "--database", "shop", "--target", "kafka://broker?prefix=p"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "is not host:port" in err
+    assert "pw" not in err.replace("password", "")  # the source's password is not printed
