@@ -55,7 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser, *, spark_submit: bool = False
         default=DEFAULT_TARGET,
         metavar="URL",
         help=f"http://user@host:8123 or chdb:///path (default {DEFAULT_TARGET}); the ClickHouse password from "
-        "--target-password-file, MYBINLOG_CH_PASSWORD_FILE or MYBINLOG_CH_PASSWORD",
+        "--target-password-file, MYBINLOG_CH_PASSWORD_FILE or MYBINLOG_CH_PASSWORD; or kafka://broker:9092?prefix=P "
+        "(Debezium op r messages, then `replicate --target kafka://` goes on: docs/kafka.md)",
     )
     add_target_arguments(src)
     src.add_argument("--database", "-d", help="MySQL database (default: the DSN's database)")
@@ -213,7 +214,8 @@ class _DriverStderr(io.TextIOBase):
 def run(args: argparse.Namespace, *, spark_submit: bool = False, err: TextIO | _DriverStderr | None = None) -> int:
     """Run the snapshot described by ``args``; returns the exit code (0 done, 1 error). Progress lines go to
     ``err`` (default stderr)."""
-    from ..snapshot._job import SnapshotOptions, SnapshotProgress, run_snapshot, spark_session
+    from ..snapshot._job import SnapshotOptions, SnapshotProgress, spark_session
+    from ..snapshot._run import run_snapshot
 
     err = err or sys.stderr
     options, master = options_from_args(args)

@@ -32,7 +32,7 @@ import json
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -354,25 +354,39 @@ class KafkaProducer:
             except BufferError:  # librdkafka's queue is full: let it send
                 await self._run("producing", producer.poll, 0.05)
 
-    async def commit(self, messages: Iterable[tuple[str, Message]], position: dict[str, Any] | None) -> None:
+    async def _produce_all(self, messages: Iterable[tuple[str, Message]] | AsyncIterable[tuple[str, Message]]) -> None:
+        if isinstance(messages, AsyncIterable):
+            async for topic, message in messages:
+                await self._produce(topic, message)
+        else:
+            for topic, message in messages:
+                await self._produce(topic, message)
+
+    async def commit(
+        self,
+        messages: Iterable[tuple[str, Message]] | AsyncIterable[tuple[str, Message]],
+        position: dict[str, Any] | None,
+    ) -> None:
         """Write ``messages`` (``(topic, message)`` pairs, in order) and ``position`` (a JSON object: mybinlog's
         checkpoint form of a binlog position) as one transaction; return when it is committed. ``position`` None:
-        the messages alone (the committed position stays what it was).
+        the messages alone (the committed position stays what it was). ``messages`` may be an async iterable (the
+        Spark snapshot streams a chunk's rows through one transaction); ``position`` is serialised after the last
+        message, so such an iterable may complete it (the chunk's row count).
 
         Raises :class:`~mybinlog.errors.ReplicaLockedError` when another producer took the replica over,
         :class:`~mybinlog.errors.TargetConnectionError` (retriable) when the broker could not be reached (the
         transaction is aborted: nothing of the batch is visible), :class:`~mybinlog.errors.TargetError` otherwise.
         """
-        record = Message(
-            self.settings.replica.encode(),
-            json.dumps({"replica": self.settings.replica, "position": position}).encode(),
-        )
+
+        def record() -> Message:
+            value = json.dumps({"replica": self.settings.replica, "position": position}).encode()
+            return Message(self.settings.replica.encode(), value)
+
         if self.mode != "exactly-once":
-            for topic, message in messages:
-                await self._produce(topic, message)
+            await self._produce_all(messages)
             await self._flush("producing the batch")
             if position is not None:
-                await self._produce(self.position_topic, record)
+                await self._produce(self.position_topic, record())
                 await self._flush("storing the position")
                 self.position = position
             return
@@ -384,10 +398,9 @@ class KafkaProducer:
         except self._kafka.KafkaException as exc:
             raise _translate(exc, "begin_transaction", self.settings.replica) from exc
         try:
-            for topic, message in messages:
-                await self._produce(topic, message)
+            await self._produce_all(messages)
             if position is not None:
-                await self._produce(self.position_topic, record)
+                await self._produce(self.position_topic, record())
             await self._flush("producing the batch")
             if position is not None:
                 _failpoints.reached("kafka.before_commit")  # messages and position sent, the transaction open

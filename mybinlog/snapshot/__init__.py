@@ -21,9 +21,9 @@ from ._job import (
     SnapshotOptions,
     SnapshotProgress,
     SnapshotResult,
-    run_snapshot,
     spark_session,
 )
+from ._run import run_snapshot
 
 __all__ = [
     "Chunk",

@@ -93,8 +93,8 @@ class CopyJob:
     snapshot_id: str
     source: DSN
     tables: dict[str, CopyTable]
-    capabilities: Capabilities
-    sink: str  # "http" | "spool"
+    capabilities: Capabilities | None  # None for a Kafka target
+    sink: str  # "http" | "spool" | "kafka" (_kafka_copy.py)
     target_url: str = field(repr=False)
     meta_database: str = "mybinlog_meta"
     spool_dir: str | None = None
@@ -335,6 +335,7 @@ async def copy_chunk(job: CopyJob, sink: _Sink, chunk: Chunk, encode_rows: Calla
 
 
 async def _copy_chunks(job: CopyJob, chunks: list[Chunk]) -> list[dict[str, Any]]:
+    assert job.capabilities is not None  # a Kafka target's chunks go to _kafka_copy.publish_partition
     sink = await _open_sink(job)
     results = []
     encoders: dict[str, Callable[[Any], list[str]]] = {}

@@ -45,7 +45,7 @@ from ._chunks import Chunk, TablePlan, balance
 from ._copy import ChunkResult, CopyJob, CopyTable, copy_partition, meta_columns, parse_spool_name
 from ._plan import choose_key, key_range_filter, plan_table
 from ._source import Watermark, connect_source, gtid_set_at, normalize_create, read_position
-from ._spark import _context, _session, _stop_spark_context, spark_session
+from ._spark import _context, _stop_spark_context, spark_session
 from ._state import ChunkStates, StateStore
 
 if TYPE_CHECKING:
@@ -57,7 +57,6 @@ __all__ = [
     "SnapshotOptions",
     "SnapshotProgress",
     "SnapshotResult",
-    "run_snapshot",
     "spark_session",
 ]
 
@@ -71,7 +70,8 @@ class SnapshotOptions:
     """What to copy, where, and how. Settings map 1:1 to ``mybinlog snapshot`` options.
 
     ``source``: the MySQL/MariaDB DSN (password from the URL or ``MYBINLOG_PASSWORD``). ``target``: the
-    ClickHouse URL (``http://user:pw@host:8123``, password also from ``MYBINLOG_CH_PASSWORD``) or a chdb path.
+    ClickHouse URL (``http://user:pw@host:8123``, password also from ``MYBINLOG_CH_PASSWORD``) or a chdb path, or
+    a Kafka target (``kafka://broker:9092?prefix=P``: an initial load as Debezium messages, docs/kafka.md).
     ``database``: the MySQL database; ``tables``: some of its tables (default all base tables).
     ``target_database``/``replica``: as for the replicator (default: the MySQL database name).
     ``mode``: ``auto`` (initial load when the replica has no checkpoint, else backfill), ``initial`` or
@@ -201,7 +201,12 @@ class SnapshotResult:
 
 
 def _partition_task(job: CopyJob, groups: Iterable[list[Chunk]]) -> Iterator[dict[str, Any]]:
-    return copy_partition(job, itertools.chain.from_iterable(groups))
+    chunks = itertools.chain.from_iterable(groups)
+    if job.sink == "kafka":  # the other chunk writer: Debezium messages, a Kafka transaction per chunk
+        from ._kafka_copy import publish_partition
+
+        return publish_partition(job, chunks)
+    return copy_partition(job, chunks)
 
 
 def _spark_error(exc: BaseException, snapshot_id: str) -> SnapshotError:
@@ -1012,60 +1017,3 @@ def _default_parallelism(spark: Any) -> int:
         return max(1, int(_context(spark).defaultParallelism))
     except Exception:  # noqa: BLE001 - any Spark trouble: plan for two cores
         return 2
-
-
-async def run_snapshot(
-    options: SnapshotOptions,
-    *,
-    spark: Any = None,
-    target: Target | None = None,
-    master: str | None = None,
-    on_progress: Callable[[SnapshotProgress], None] | None = None,
-) -> SnapshotResult:
-    """Run a snapshot (or resume one) and return its result; see docs/snapshot.md.
-
-    ``spark``: a SparkSession or SparkContext (default: the active one, else a new SparkContext with ``master``,
-    started while the driver plans and stopped once the copy is over). ``target``: an open target to use on the
-    driver (default: opened from ``options.target``). With a server, the executors open their own connections
-    from ``options.target``, which is then required; with chdb only the driver writes, through ``target`` (so a
-    process that already holds the chdb directory, like the replicator, can pass it). ``on_progress`` is called
-    every ``options.progress_interval`` seconds while chunks run.
-    """
-    from ..clickhouse import open_target
-
-    own = target is None
-    if target is None:
-        if not options.target:
-            raise ConfigurationError(
-                "name the ClickHouse target: SnapshotOptions(target='http://...' or 'chdb:///path')"
-            )
-    elif target.kind != "chdb" and not options.target:
-        raise ConfigurationError(
-            "the executors write to the ClickHouse server themselves: give its URL (with credentials, or "
-            "MYBINLOG_CH_PASSWORD) in SnapshotOptions.target as well as the open target"
-        )
-    # Spark starts (seconds: a JVM, then a SparkContext) while the driver opens the target, reads the checkpoint and
-    # the schemas and plans the chunks; the copy waits for it
-    starting: asyncio.Future[tuple[Any, bool]] | None = None
-    run: _Run | None = None
-    if spark is None:
-        starting = asyncio.ensure_future(asyncio.to_thread(_session, master))
-    try:
-        if target is None:
-            target = await open_target(options.target)
-        run = _Run(options, target, spark if starting is None else starting, on_progress, master)
-        try:
-            return await run.run()
-        finally:
-            if own:
-                await target.aclose()
-    finally:
-        if starting is not None:
-            # never leave a JVM behind: wait for a session still starting, stop the one started here
-            started: tuple[Any, bool] | None = None
-            with contextlib.suppress(BaseException):  # an error starting Spark was raised by the run, or superseded
-                started = await asyncio.shield(starting)
-            if run is not None and run.stopping is not None:
-                await asyncio.shield(run.stopping)
-            elif started is not None and started[1]:
-                await asyncio.shield(asyncio.to_thread(_stop_spark_context, started[0]))

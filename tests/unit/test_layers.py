@@ -51,7 +51,7 @@ ALLOWED: dict[str, set[str]] = {
     "replication": {"clickhouse", "ddl", "sharing", "source", "protocol", "errors", "_failpoints", "_lazy", "_text"},
     # an observer above the replicators: imports their states (mybinlog.replication.ReplicaState), never the reverse
     "status": {"replication", "sharing", "source", "protocol", "errors"},
-    "snapshot": {"replication", "clickhouse", "ddl", "sharing", "source", "protocol", "errors", "_text"},
+    "snapshot": {"replication", "clickhouse", "kafka", "ddl", "sharing", "source", "protocol", "errors", "_text"},
     "cli": {
         "__init__",  # the package's version
         "snapshot",
