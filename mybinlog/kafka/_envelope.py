@@ -428,6 +428,7 @@ class TableEncoder:
         self.encoders = [column_encoder(c, bigint_unsigned=bigint_unsigned) for c in table.columns]
         lower = [n.lower() for n in self.names]
         self.key_index = [lower.index(k.lower()) for k in table.primary_key]
+        self._source: tuple[tuple[Any, ...], tuple[str, str]] = ((), ("", ""))  # change(): the last source block
         # the compiled row and key functions (JSON text of row() and key())
         texts = [column_text(c, bigint_unsigned=bigint_unsigned) for c in table.columns]
         self._text: Callable[[Mapping[str, Any]], str] = _compile_row(table.columns, texts)
@@ -468,11 +469,16 @@ class TableEncoder:
         """The messages of one row change, in order: one message; for a delete also its tombstone; for an update
         of the primary key a delete, its tombstone and a create (with Debezium's ``__debezium.*key`` headers)."""
         names = self.names
+        # consecutive rows of one transaction or snapshot share their source block but for `row`: encoded once
+        ident = (source.name, source.db, source.table, source.server_id, source.file, source.pos, source.gtid,
+                 source.ts_ms, source.snapshot, source.thread, source.query, source.version)  # fmt: skip
+        if ident != self._source[0]:
+            self._source = (ident, source.parts())
         return self.encode(
             op,
             None if before is None else dict(zip(names, before, strict=False)),
             None if after is None else dict(zip(names, after, strict=False)),
-            source.parts(),
+            self._source[1],
             source.row,
             ts_ms,
         )
