@@ -163,6 +163,7 @@ class KafkaProducer:
         self._errors: list[Any] = []
         self._position_offset = -1
         self._stuck = False  # a call of librdkafka outlived its timeout: the worker thread is blocked in it
+        self._open = False  # a transaction begun by send() is open: commit() ends it
 
     # -- plumbing ---
 
@@ -228,6 +229,7 @@ class KafkaProducer:
                 "on_delivery": self._on_delivery,
                 "transaction.timeout.ms": max(60_000, int(self.settings.timeout * 2000)),
             }
+            config.update({k: v for k, v in self.settings.config.items() if k == "transaction.timeout.ms"})
             self._producer = kafka.Producer(config)
             try:
                 await self._run("init_transactions", self._producer.init_transactions, self.settings.timeout)
@@ -377,12 +379,9 @@ class KafkaProducer:
                 self.position = position
             return
         producer = self._producer
-        self._errors = []
-        self._position_offset = -1
-        try:
-            producer.begin_transaction()
-        except self._kafka.KafkaException as exc:
-            raise _translate(exc, "begin_transaction", self.settings.replica) from exc
+        if not self._open:
+            self._begin()
+        self._open = False  # committed or aborted below
         try:
             for topic, message in messages:
                 await self._produce(topic, message)
@@ -408,6 +407,47 @@ class KafkaProducer:
             raise
         if position is not None:
             self.position = position
+
+    def _begin(self) -> None:
+        self._errors = []
+        self._position_offset = -1
+        try:
+            self._producer.begin_transaction()
+        except self._kafka.KafkaException as exc:
+            raise _translate(exc, "begin_transaction", self.settings.replica) from exc
+
+    @property
+    def in_transaction(self) -> bool:
+        """True between a :meth:`send` and the :meth:`commit` (or failure) that ends its transaction."""
+        return self._open
+
+    async def send(self, messages: Iterable[tuple[str, Message]]) -> None:
+        """Produce ``messages`` into the open transaction (begun here if none is open); the next :meth:`commit`
+        commits them with its own messages and position, all or nothing. The initial load's messages go this way:
+        a crash before that commit leaves none of them visible. At-least-once: produced and acknowledged at once.
+        Errors as :meth:`commit` (the transaction is then aborted)."""
+        if self.mode != "exactly-once":
+            for topic, message in messages:
+                await self._produce(topic, message)
+            await self._flush("producing the batch")
+            return
+        if not self._open:
+            self._begin()
+            self._open = True
+        try:
+            for topic, message in messages:
+                await self._produce(topic, message)
+            if self._errors:  # a delivery already failed (reported by a poll): the transaction cannot commit
+                error, self._errors = self._errors[0], []
+                raise _translate(self._kafka.KafkaException(error), "producing", self.settings.replica)
+        except ReplicaLockedError:
+            self._open = False
+            raise
+        except (TargetError, asyncio.CancelledError):
+            self._open = False
+            if not self._stuck:
+                await self._abort()
+            raise
 
     async def _bounded(self, what: str, call: Callable[..., T], *args: Any) -> T:
         """:meth:`_run` of a transactional call with a deadline of our own: librdkafka's

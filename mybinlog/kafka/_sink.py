@@ -223,6 +223,8 @@ class KafkaSink(TransactionalSink):
         self._stale = False  # a transaction failed: the producer is replaced before the next checkpoint read
         self._load_position: BinlogPosition | None = None
         self._last: BinlogPosition | None = None
+        self._ddl: list[tuple[str, Message]] = []  # schema changes, committed with the checkpoint that follows them
+        self._loading = False  # a checkpoint saying "loading" was written: the load's messages join one transaction
 
     @property
     def mode(self) -> str:
@@ -262,11 +264,23 @@ class KafkaSink(TransactionalSink):
             position = self.producer.position
         else:
             position = await self.producer.read_position()
+        if self.status is not None:
+            self.status.delivery = self.producer.mode
+        self._ddl, self._loading = [], False  # an attempt starts: what was not committed comes again
         if position is None:
             return None
         cp = checkpoint_from(position)
         self._last = cp.position
         return cp
+
+    async def newest_epoch(self) -> int:
+        # not read_checkpoint(): asked in the middle of the stream (the replica lock taken again), it must leave the
+        # schema changes waiting for their checkpoint as they are
+        if not self._started:
+            cp = await self.read_checkpoint()
+            return cp.epoch if cp is not None else 0
+        position = await self.producer.read_position()
+        return checkpoint_from(position).epoch if position is not None else 0
 
     async def write(self, transactions: Sequence[Transaction], checkpoint: Checkpoint) -> None:
         messages: list[tuple[str, Message]] = []
@@ -276,6 +290,7 @@ class KafkaSink(TransactionalSink):
             for i, change in enumerate(txn.changes):
                 messages.extend(self._messages(change, end, "false", i, now))
         await self._commit(messages, checkpoint_json(checkpoint))
+        self._loading = checkpoint.loading is not None
         self._last = checkpoint.position
         log.info(
             "%s: checkpoint at %s after %d rows (epoch %d, seq %d)",
@@ -287,9 +302,22 @@ class KafkaSink(TransactionalSink):
         )
 
     async def _commit(self, messages: list[tuple[str, Message]], position: dict[str, Any] | None) -> None:
+        """One transaction: the schema changes not committed yet, ``messages`` and ``position`` (with what the
+        load sent into the open transaction, if any)."""
+        messages, self._ddl = self._ddl + messages, []  # a failure drops them: the replay publishes them again
         try:
             await self.producer.ensure_topics(dict.fromkeys(t for t, _ in messages))
             await self.producer.commit(messages, position)
+        except TargetError:
+            self._stale = True
+            raise
+
+    async def _send(self, messages: list[tuple[str, Message]]) -> None:
+        """Into the load's open transaction, committed with the load's last checkpoint (:meth:`write`)."""
+        messages, self._ddl = self._ddl + messages, []
+        try:
+            await self.producer.ensure_topics(dict.fromkeys(t for t, _ in messages))
+            await self.producer.send(messages)
         except TargetError:
             self._stale = True
             raise
@@ -306,7 +334,19 @@ class KafkaSink(TransactionalSink):
         messages: list[tuple[str, Message]] = []
         for i, change in enumerate(changes):
             messages.extend(self._messages(change, position, "true", i, now, table))
-        await self._commit(messages, None)
+        if self._loading:
+            await self._send(messages)  # the replicator's initial load: visible with its last checkpoint only
+        else:
+            await self._commit(messages, None)
+
+    async def prepare_load(self, names: Sequence[str], leftovers: Sequence[str], leader: Any) -> None:
+        # an unfinished load wrote into a transaction that never committed (the next producer's init_transactions
+        # aborted it): nothing of it is visible, nothing to drop (at-least-once: its messages stay, as Debezium's)
+        return None
+
+    async def reset(self, *, cancel: bool = False) -> None:
+        self._ddl = []
+        await super().reset(cancel=cancel)
 
     async def schema_change(self, kind: str, name: str, definition: TableDef | None) -> str | None:
         position = self._last
@@ -328,7 +368,9 @@ class KafkaSink(TransactionalSink):
         else:
             ddl = render_create_table(definition, qualified=False)
         message = schema_change(source, self.database, ddl, table=definition, change=_CHANGE.get(kind, "ALTER"))
-        await self._commit([(self.prefix, message)], None)
+        # held until the checkpoint after the DDL (the replicator saves one at once, or the load's last one): in its
+        # transaction, a DDL replayed after a crash is published once
+        self._ddl.append((self.prefix, message))
         return None  # Kafka follows every DDL: the next messages of the table carry its new columns
 
     # -- messages ------------------------------------------------------------------------------------------------
