@@ -32,6 +32,7 @@ import json
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -68,7 +69,10 @@ class KafkaSettings:
     (fails when the broker cannot), ``False`` at-least-once, ``None`` exactly-once when the broker can.
     ``partitions``/``replication_factor``: of the topics created here (``-1``: the broker's default).
     ``config``: more librdkafka settings (``security.protocol``, ``sasl.*``, ``compression.type``...).
-    ``timeout``: seconds for each blocking broker call.
+    ``timeout``: seconds for each blocking broker call. ``transaction_timeout``: seconds a transaction may stay open
+    before the broker aborts it (librdkafka's ``transaction.timeout.ms``; default ``max(60, 2 * timeout)``): the
+    initial load is one transaction and must end within it (at most the broker's ``transaction.max.timeout.ms``,
+    15 minutes by default on Apache Kafka).
     """
 
     bootstrap: str
@@ -79,6 +83,16 @@ class KafkaSettings:
     replication_factor: int = -1
     config: Mapping[str, Any] = field(default_factory=dict)
     timeout: float = 30.0
+    transaction_timeout: float | None = None
+
+    @property
+    def transaction_timeout_ms(self) -> int:
+        configured = self.config.get("transaction.timeout.ms")
+        if configured is not None:
+            return int(configured)
+        if self.transaction_timeout is not None:
+            return int(self.transaction_timeout * 1000)
+        return max(60_000, int(self.timeout * 2000))
 
     def __post_init__(self) -> None:
         if not self.bootstrap or not self.replica or not self.prefix:
@@ -164,6 +178,7 @@ class KafkaProducer:
         self._position_offset = -1
         self._stuck = False  # a call of librdkafka outlived its timeout: the worker thread is blocked in it
         self._open = False  # a transaction begun by send() is open: commit() ends it
+        self._opened_at = 0.0  # when send() began it (time.monotonic())
 
     # -- plumbing ---
 
@@ -227,9 +242,8 @@ class KafkaProducer:
                 "transactional.id": transactional_id(self.settings.replica),
                 "enable.idempotence": True,
                 "on_delivery": self._on_delivery,
-                "transaction.timeout.ms": max(60_000, int(self.settings.timeout * 2000)),
+                "transaction.timeout.ms": self.settings.transaction_timeout_ms,
             }
-            config.update({k: v for k, v in self.settings.config.items() if k == "transaction.timeout.ms"})
             self._producer = kafka.Producer(config)
             try:
                 await self._run("init_transactions", self._producer.init_transactions, self.settings.timeout)
@@ -379,6 +393,7 @@ class KafkaProducer:
                 self.position = position
             return
         producer = self._producer
+        opened_at = self._opened_at if self._open else time.monotonic()
         if not self._open:
             self._begin()
         self._open = False  # committed or aborted below
@@ -399,14 +414,31 @@ class KafkaProducer:
                     self.settings.timeout,
                 )
             await self._bounded("commit_transaction", producer.commit_transaction, self.settings.timeout)
-        except ReplicaLockedError:
+        except ReplicaLockedError as exc:
+            self._too_long(opened_at, exc)
             raise
-        except (TargetError, asyncio.CancelledError):
+        except (TargetError, asyncio.CancelledError) as exc:
             if not self._stuck:  # else the abort would queue behind the blocked call: the next producer aborts
                 await self._abort()
+            if isinstance(exc, TargetError):
+                self._too_long(opened_at, exc)
             raise
         if position is not None:
             self.position = position
+
+    def _too_long(self, opened_at: float, exc: Exception) -> None:
+        """A transaction open longer than ``transaction.timeout.ms`` was aborted by the broker (which fences the
+        producer, or reports an invalid state): say that, not "retry" or "another producer took over" (a retry would
+        run as long again)."""
+        limit = self.settings.transaction_timeout_ms / 1000
+        seconds = time.monotonic() - opened_at
+        if seconds > limit:
+            raise TargetError(
+                f"replica {self.settings.replica!r}: a Kafka transaction was open {seconds:.0f} s, longer than its "
+                f"transaction timeout ({limit:g} s), and failed ({exc}); the initial load is one transaction: give "
+                "the Kafka target a longer transaction_timeout=SECONDS (at most the broker's "
+                "transaction.max.timeout.ms, 900 s by default), or load the tables with the Spark snapshot"
+            ) from exc
 
     def _begin(self) -> None:
         self._errors = []
@@ -434,6 +466,7 @@ class KafkaProducer:
         if not self._open:
             self._begin()
             self._open = True
+            self._opened_at = time.monotonic()
         try:
             for topic, message in messages:
                 await self._produce(topic, message)

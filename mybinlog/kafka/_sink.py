@@ -65,6 +65,7 @@ class KafkaTarget:
     tombstones: bool = True
     topic_pattern: str = _DEFAULT_PATTERN
     timeout: float = 30.0
+    transaction_timeout: float | None = None
 
     @property
     def description(self) -> str:
@@ -81,6 +82,7 @@ class KafkaTarget:
             tombstones=self.tombstones,
             topic_pattern=self.topic_pattern,
             timeout=self.timeout,
+            transaction_timeout=self.transaction_timeout,
         )
 
 
@@ -94,8 +96,9 @@ def _bool(value: str, key: str) -> bool:
 
 def parse_kafka_url(url: str) -> KafkaTarget:
     """``kafka://host:port[,host:port...][?prefix=P&transactional=auto|true|false&partitions=N&tombstones=true|false
-    &topic_pattern=PATTERN&timeout=SECONDS]``: refuses anything else (an unknown parameter, a host without a port, a
-    path, a user or password: Kafka's SASL settings are not taken from a URL) with :class:`ConfigurationError`."""
+    &topic_pattern=PATTERN&timeout=SECONDS&transaction_timeout=SECONDS]``: refuses anything else (an unknown
+    parameter, a host without a port, a path, a user or password: Kafka's SASL settings are not taken from a URL) with
+    :class:`ConfigurationError`."""
     if not url.startswith("kafka://"):
         raise ConfigurationError(f"a Kafka target starts with kafka:// (kafka://broker:9092), not {url[:40]!r}")
     rest = url[len("kafka://") :]
@@ -111,7 +114,7 @@ def parse_kafka_url(url: str) -> KafkaTarget:
             raise ConfigurationError(
                 f"the Kafka target's broker {broker!r} is not host:port (kafka://broker:9092[,broker2:9092])"
             )
-    known = {"prefix", "transactional", "partitions", "tombstones", "topic_pattern", "timeout"}
+    known = {"prefix", "transactional", "partitions", "tombstones", "topic_pattern", "timeout", "transaction_timeout"}
     params: dict[str, str] = {}
     try:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
@@ -145,6 +148,17 @@ def parse_kafka_url(url: str) -> KafkaTarget:
         raise ConfigurationError(
             f"the Kafka target's timeout={params['timeout']!r} is not a number of seconds (0 < timeout < 3600)"
         )
+    transaction_timeout: float | None = None
+    if "transaction_timeout" in params:
+        try:
+            transaction_timeout = float(params["transaction_timeout"])
+        except ValueError:
+            transaction_timeout = 0.0
+        if not 1 <= transaction_timeout <= 86_400:
+            raise ConfigurationError(
+                f"the Kafka target's transaction_timeout={params['transaction_timeout']!r} is not a number of seconds "
+                "(1 to 86400; the broker's transaction.max.timeout.ms bounds it, 900 s by default)"
+            )
     pattern = params.get("topic_pattern", _DEFAULT_PATTERN)
     try:
         topic_name(prefix, "d", "t", pattern)
@@ -160,6 +174,7 @@ def parse_kafka_url(url: str) -> KafkaTarget:
         tombstones=_bool(params.get("tombstones", "true"), "tombstones"),
         topic_pattern=pattern,
         timeout=timeout,
+        transaction_timeout=transaction_timeout,
     )
 
 
@@ -203,6 +218,7 @@ class KafkaSink(TransactionalSink):
         topic_pattern: str = _DEFAULT_PATTERN,
         config: Mapping[str, Any] | None = None,
         timeout: float = 30.0,
+        transaction_timeout: float | None = None,
     ) -> None:
         super().__init__()
         self.settings = KafkaSettings(
@@ -213,6 +229,7 @@ class KafkaSink(TransactionalSink):
             partitions=partitions,
             config=dict(config or {}),
             timeout=timeout,
+            transaction_timeout=transaction_timeout,
         )
         self.replica, self.database, self.prefix = replica, database, prefix
         self.topic_pattern = topic_pattern
