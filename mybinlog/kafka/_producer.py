@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import functools
 import json
 import logging
@@ -178,6 +179,10 @@ class KafkaProducer:
         self._position_offset = -1
         self._stuck = False  # a call of librdkafka outlived its timeout: the worker thread is blocked in it
         self._open = False  # a transaction begun by send() is open: commit() ends it
+        self._transactional = False  # the producer writes transactions (mode says what a crash may do)
+        self._offsets_checked = False  # whether the broker keeps a transaction's group offset was checked
+        self._plain_offsets = False  # it does not (librdkafka's mock): the offset is committed after the transaction
+        self._offsets: Any = None  # the consumer that reads and commits the group's offset (worker thread)
         self._opened_at = 0.0  # when send() began it (time.monotonic())
 
     # -- plumbing ---
@@ -261,6 +266,7 @@ class KafkaProducer:
                 self._producer = None
             else:
                 self.mode = "exactly-once"
+                self._transactional = True
                 consumer = kafka.Consumer({**self._base_config(), "group.id": transactional_id(self.settings.replica)})
                 self._group_metadata = consumer.consumer_group_metadata()
                 consumer.close()
@@ -287,7 +293,7 @@ class KafkaProducer:
         try:
             timeout = self.settings.timeout
             low, high = consumer.get_watermark_offsets(partition, timeout=timeout)
-            if self.mode == "exactly-once":
+            if self._transactional:
                 committed = consumer.committed([partition], timeout=timeout)[0].offset
                 if committed <= 0:
                     return None  # no transaction of this replica committed yet
@@ -312,7 +318,7 @@ class KafkaProducer:
                     found = json.loads(message.value())["position"]
                 if message.offset() + 1 >= end:
                     break
-            if found is None and self.mode == "exactly-once":
+            if found is None and self._transactional:
                 raise TargetError(
                     f"the committed offset {end} of group {transactional_id(self.settings.replica)!r} on "
                     f"{self.position_topic} does not point at a position record of replica {self.settings.replica!r}"
@@ -350,22 +356,53 @@ class KafkaProducer:
                 )
                 for t in new
             ]
-            futures = self._admin.create_topics(specs, operation_timeout=self.settings.timeout)
+            timeout = self.settings.timeout
+            futures = self._admin.create_topics(specs, operation_timeout=timeout, request_timeout=timeout)
             for topic, future in futures.items():
                 try:
-                    await asyncio.wrap_future(future)
-                except self._kafka.KafkaException as exc:
-                    if exc.args[0].code() != self._kafka.KafkaError.TOPIC_ALREADY_EXISTS:
-                        raise _translate(exc, f"creating topic {topic}", self.settings.replica) from exc
+                    # bounded here too: a request that never gets an answer must not hang the replica
+                    await asyncio.wait_for(asyncio.wrap_future(future), timeout + 5.0)
+                except (self._kafka.KafkaException, TimeoutError) as exc:
+                    if isinstance(exc, self._kafka.KafkaException):
+                        if exc.args[0].code() == self._kafka.KafkaError.TOPIC_ALREADY_EXISTS:
+                            continue
+                        error = _translate(exc, f"creating topic {topic}", self.settings.replica)
+                    else:
+                        error = TargetConnectionError(f"Kafka creating topic {topic}: no answer in {timeout + 5:g} s")
+                    # a broker that cannot create it through the admin API (librdkafka's mock cluster names no
+                    # controller) may create it when its metadata is asked for (auto.create.topics.enable)
+                    if not await self._auto_created(topic):
+                        raise TargetError(
+                            f"{error}; the topic {topic!r} does not exist: create it (cleanup.policy=compact for "
+                            f"{self.position_topic}), or let the broker create topics"
+                        ) from exc
+                    log.warning(
+                        "replica %s: creating topic %s failed (%s); the broker created it when asked for its metadata "
+                        "(its default partitions%s)",
+                        self.settings.replica,
+                        topic,
+                        error,
+                        " and cleanup policy, not compact" if compacted else "",
+                    )
         self._known_topics.update(missing)
+
+    async def _auto_created(self, topic: str) -> bool:
+        """True when the broker has the topic after being asked for its metadata (which may create it)."""
+        try:
+            metadata = await self._run("reading topic metadata", self._admin.list_topics, topic, self.settings.timeout)
+        except TargetError:
+            return False
+        found = metadata.topics.get(topic)
+        return found is not None and found.error is None and bool(found.partitions)
 
     # -- batches ---
 
-    async def _produce(self, topic: str, message: Message) -> None:
+    async def _produce(self, topic: str, message: Message, partition: int | None = None) -> None:
         producer = self._producer
+        extra = {} if partition is None else {"partition": partition}
         while True:
             try:
-                producer.produce(topic, message.value, message.key, headers=list(message.headers) or None)
+                producer.produce(topic, message.value, message.key, headers=list(message.headers) or None, **extra)
                 return
             except BufferError:  # librdkafka's queue is full: let it send
                 await self._run("producing", producer.poll, 0.05)
@@ -383,12 +420,12 @@ class KafkaProducer:
             self.settings.replica.encode(),
             json.dumps({"replica": self.settings.replica, "position": position}).encode(),
         )
-        if self.mode != "exactly-once":
+        if not self._transactional:
             for topic, message in messages:
                 await self._produce(topic, message)
             await self._flush("producing the batch")
             if position is not None:
-                await self._produce(self.position_topic, record)
+                await self._produce(self.position_topic, record, 0)
                 await self._flush("storing the position")
                 self.position = position
             return
@@ -401,7 +438,7 @@ class KafkaProducer:
             for topic, message in messages:
                 await self._produce(topic, message)
             if position is not None:
-                await self._produce(self.position_topic, record)
+                await self._produce(self.position_topic, record, 0)
             await self._flush("producing the batch")
             if position is not None:
                 _failpoints.reached("kafka.before_commit")  # messages and position sent, the transaction open
@@ -425,6 +462,49 @@ class KafkaProducer:
             raise
         if position is not None:
             self.position = position
+            await self._offset_kept(pointer)
+
+    async def _offset_kept(self, pointer: list[Any]) -> None:
+        """After the first transaction of this producer with a position: check that the broker applied its group
+        offset. librdkafka's mock cluster accepts ``send_offsets_to_transaction`` but keeps nothing: then the offset
+        is committed after each transaction instead (a crash between the two repeats the batch: at-least-once)."""
+        if self._plain_offsets:
+            await self._run("committing the position's offset", self._commit_offset, pointer)
+            return
+        if self._offsets_checked:
+            return
+        self._offsets_checked = True
+        kept = await self._run("reading the committed offset", self._committed_offset)
+        if kept >= pointer[0].offset:
+            return
+        log.warning(
+            "replica %s: the broker did not keep the consumer offset of a committed transaction (group %s: %s, not "
+            "%s); committing it after each transaction instead: AT-LEAST-ONCE, a crash between the two repeats the "
+            "batch (a broker that keeps them, as Apache Kafka does, is exactly-once)",
+            self.settings.replica,
+            transactional_id(self.settings.replica),
+            kept,
+            pointer[0].offset,
+        )
+        self._plain_offsets = True
+        self.mode = "at-least-once"
+        await self._run("committing the position's offset", self._commit_offset, pointer)
+
+    def _group_consumer(self) -> Any:  # worker thread
+        if self._offsets is None:
+            group = transactional_id(self.settings.replica)
+            self._offsets = self._kafka.Consumer(
+                {**self._base_config(), "group.id": group, "enable.auto.commit": False}
+            )
+        return self._offsets
+
+    def _committed_offset(self) -> int:  # worker thread
+        partition = self._kafka.TopicPartition(self.position_topic, 0)
+        committed = self._group_consumer().committed([partition], timeout=self.settings.timeout)
+        return int(committed[0].offset)
+
+    def _commit_offset(self, pointer: list[Any]) -> None:  # worker thread
+        self._group_consumer().commit(offsets=pointer, asynchronous=False)
 
     def _too_long(self, opened_at: float, exc: Exception) -> None:
         """A transaction open longer than ``transaction.timeout.ms`` was aborted by the broker (which fences the
@@ -458,7 +538,7 @@ class KafkaProducer:
         commits them with its own messages and position, all or nothing. The initial load's messages go this way:
         a crash before that commit leaves none of them visible. At-least-once: produced and acknowledged at once.
         Errors as :meth:`commit` (the transaction is then aborted)."""
-        if self.mode != "exactly-once":
+        if not self._transactional:
             for topic, message in messages:
                 await self._produce(topic, message)
             await self._flush("producing the batch")
@@ -513,6 +593,10 @@ class KafkaProducer:
     async def close(self) -> None:
         """Wait for what is queued (outside a transaction) and release the worker thread."""
         producer, self._producer = self._producer, None
+        consumer, self._offsets = self._offsets, None
+        if consumer is not None and not self._stuck:
+            with contextlib.suppress(Exception):  # closing: nothing to report
+                await asyncio.get_running_loop().run_in_executor(self._executor, consumer.close)
         if producer is not None and not self._stuck:
             try:
                 await asyncio.get_running_loop().run_in_executor(self._executor, producer.flush, 1.0)

@@ -308,6 +308,8 @@ class KafkaSink(TransactionalSink):
                 messages.extend(self._messages(change, end, "false", i, now))
         await self._commit(messages, checkpoint_json(checkpoint))
         self._loading = checkpoint.loading is not None
+        if self.status is not None:
+            self.status.delivery = self.producer.mode  # it may learn at the first commit that it is at-least-once
         self._last = checkpoint.position
         log.info(
             "%s: checkpoint at %s after %d rows (epoch %d, seq %d)",
