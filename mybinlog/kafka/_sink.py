@@ -7,14 +7,18 @@ and stopped tables survive a restart) on the position topic, committed together 
 (which also fences a former producer of the replica). A crash before the commit leaves none of the batch visible to a
 ``read_committed`` consumer and the previous checkpoint; the replicator reads the batch again.
 
-What is not exactly-once: the initial load's ``op: r`` messages (each block of rows is its own transaction, without
-a position: a load interrupted by a crash starts again and publishes its rows again, as a Debezium snapshot does) and
-the schema change messages (a DDL replayed after a crash is published again). A broker without transactions makes
-everything at-least-once (said at start, and in :attr:`KafkaSink.mode`).
+A DDL's schema change message waits for the checkpoint the replicator saves right after the DDL and is committed in
+its transaction: a DDL replayed after a crash is published once. The initial load (the replicator's, between a
+checkpoint that says "loading" and the load's last checkpoint) is one transaction: its ``CREATE`` and ``op: r``
+messages are sent into it table by table (:meth:`~._producer.KafkaProducer.send`) and committed with the load's last
+checkpoint, so a load cut short by a crash is invisible and the next one is published once (it must end within the
+transaction timeout, ``transaction_timeout``). A broker without transactions, or one that does not keep a
+transaction's group offset (librdkafka's mock cluster), makes everything at-least-once (said in the log, and in
+:attr:`KafkaSink.mode` and the replica status's ``delivery``).
 
 ``kafka://host:port[,host:port]?prefix=P&transactional=auto|true|false&partitions=N&tombstones=true|false
-&topic_pattern=...`` names a Kafka target on the command line and in the TOML configuration
-(:func:`parse_kafka_url`).
+&topic_pattern=...&timeout=S&transaction_timeout=S`` names a Kafka target on the command line and in the TOML
+configuration (:func:`parse_kafka_url`).
 """
 
 from __future__ import annotations
