@@ -244,7 +244,8 @@ class KafkaSink(TransactionalSink):
         self._stale = False  # a transaction failed: the producer is replaced before the next checkpoint read
         self._load_position: BinlogPosition | None = None
         self._last: BinlogPosition | None = None
-        self._ddl: list[tuple[str, Message]] = []  # schema changes, committed with the checkpoint that follows them
+        # schema changes (table, DDL text, definition, change), committed with the checkpoint that follows them
+        self._ddl: list[tuple[str, str, TableDef | None, Literal["CREATE", "ALTER", "DROP"]]] = []
         self._loading = False  # a checkpoint saying "loading" was written: the load's messages join one transaction
 
     @property
@@ -310,7 +311,7 @@ class KafkaSink(TransactionalSink):
             end = txn.end
             for i, change in enumerate(txn.changes):
                 messages.extend(self._messages(change, end, "false", i, now))
-        await self._commit(messages, checkpoint_json(checkpoint))
+        await self._commit(messages, checkpoint_json(checkpoint), checkpoint.position)
         self._loading = checkpoint.loading is not None
         if self.status is not None:
             self.status.delivery = self.producer.mode  # it may learn at the first commit that it is at-least-once
@@ -324,10 +325,31 @@ class KafkaSink(TransactionalSink):
             checkpoint.seq,
         )
 
-    async def _commit(self, messages: list[tuple[str, Message]], position: dict[str, Any] | None) -> None:
+    def _schema_changes(self, at: BinlogPosition | None) -> list[tuple[str, Message]]:
+        """The schema change messages held, with ``at`` as their binlog position (the end of the DDL: the checkpoint
+        after it; the load's snapshot for the load's CREATEs). Taken: a failure drops them, the replay makes them
+        again."""
+        held, self._ddl = self._ddl, []
+        out: list[tuple[str, Message]] = []
+        for name, ddl, definition, change in held:
+            source = SourceInfo(
+                name=self.prefix,
+                db=self.database,
+                table=name,
+                server_id=at.server_id if at else 0,
+                file=at.file if at else "",
+                pos=at.offset if at else 0,
+                ts_ms=at.timestamp * 1000 if at else 0,
+            )
+            out.append((self.prefix, schema_change(source, self.database, ddl, table=definition, change=change)))
+        return out
+
+    async def _commit(
+        self, messages: list[tuple[str, Message]], position: dict[str, Any] | None, at: BinlogPosition | None = None
+    ) -> None:
         """One transaction: the schema changes not committed yet, ``messages`` and ``position`` (with what the
         load sent into the open transaction, if any)."""
-        messages, self._ddl = self._ddl + messages, []  # a failure drops them: the replay publishes them again
+        messages = self._schema_changes(at or self._load_position or self._last) + messages
         try:
             await self.producer.ensure_topics(dict.fromkeys(t for t, _ in messages))
             await self.producer.commit(messages, position)
@@ -337,7 +359,7 @@ class KafkaSink(TransactionalSink):
 
     async def _send(self, messages: list[tuple[str, Message]]) -> None:
         """Into the load's open transaction, committed with the load's last checkpoint (:meth:`write`)."""
-        messages, self._ddl = self._ddl + messages, []
+        messages = self._schema_changes(self._load_position or self._last) + messages
         try:
             await self.producer.ensure_topics(dict.fromkeys(t for t, _ in messages))
             await self.producer.send(messages)
@@ -372,16 +394,6 @@ class KafkaSink(TransactionalSink):
         await super().reset(cancel=cancel)
 
     async def schema_change(self, kind: str, name: str, definition: TableDef | None) -> str | None:
-        position = self._last
-        source = SourceInfo(
-            name=self.prefix,
-            db=self.database,
-            table=name,
-            server_id=position.server_id if position else 0,
-            file=position.file if position else "",
-            pos=position.offset if position else 0,
-            ts_ms=position.timestamp * 1000 if position else 0,
-        )
         if kind == "drop" or definition is None:
             ddl = f"DROP TABLE `{name}`"
         elif kind == "truncate":
@@ -390,10 +402,9 @@ class KafkaSink(TransactionalSink):
             ddl = f"RENAME TABLE `{name}` TO `{definition.name}`"
         else:
             ddl = render_create_table(definition, qualified=False)
-        message = schema_change(source, self.database, ddl, table=definition, change=_CHANGE.get(kind, "ALTER"))
         # held until the checkpoint after the DDL (the replicator saves one at once, or the load's last one): in its
         # transaction, a DDL replayed after a crash is published once
-        self._ddl.append((self.prefix, message))
+        self._ddl.append((name, ddl, definition, _CHANGE.get(kind, "ALTER")))
         return None  # Kafka follows every DDL: the next messages of the table carry its new columns
 
     # -- messages ------------------------------------------------------------------------------------------------

@@ -52,7 +52,14 @@ async def test_a_ddl_replayed_after_a_crash_is_published_once(mariadb: MariaDBSe
         assert rep.wait_exit(60) == 0, rep.tail()
     published = _ddl(kafka_server.bootstrap, prefix)
     assert sorted(published.values()) == [1, 1, 1], published  # CREATE t (the load), the ALTER's t, CREATE u
-    once_in_order(check_table(kafka_server.bootstrap, prefix, db, server, "t"))
+    records = check_table(kafka_server.bootstrap, prefix, db, server, "t")
+    once_in_order(records)
+    # each DDL at its own binlog position: the load's CREATE at the load's snapshot (its rows'), then each DDL's end
+    loaded = json.loads(records[0].value or b"{}")["source"]
+    sources = [json.loads(r.value or b"{}")["source"] for r in read_topic(kafka_server.bootstrap, prefix)]
+    positions = [(s["file"], s["pos"]) for s in sources]
+    assert positions[0] == (loaded["file"], loaded["pos"]), (positions, loaded)
+    assert positions == sorted(set(positions)), positions
     check_table(kafka_server.bootstrap, prefix, db, server, "u")
     server.drop_database(db)
 
