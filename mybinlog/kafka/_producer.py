@@ -6,6 +6,9 @@ a consumer-group offset (group ``mybinlog.<replica>``) that points at that recor
 (:meth:`KafkaProducer.commit`). At start (:meth:`KafkaProducer.start`) the committed offset of the group names the
 last committed position record, which is read back: this does not depend on the broker hiding aborted records
 (Tansu does not, docs/kafka.md), only on it applying a transaction's offsets when, and only when, it commits.
+:meth:`KafkaProducer.send` adds messages to an open transaction that the next commit ends (the initial load: one
+transaction). A broker that accepts a transaction's offsets but keeps nothing (librdkafka's mock cluster) is found
+at the first commit: the offset is then committed after each transaction (at-least-once, said in :attr:`mode`).
 
 The transactional id is ``mybinlog.<replica>``: a second process that starts the replica fences the first (the
 broker bumps the producer epoch), whose next commit raises :class:`~mybinlog.errors.ReplicaLockedError`. A paused
