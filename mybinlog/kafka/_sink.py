@@ -247,6 +247,7 @@ class KafkaSink(TransactionalSink):
         # schema changes (table, DDL text, definition, change), committed with the checkpoint that follows them
         self._ddl: list[tuple[str, str, TableDef | None, Literal["CREATE", "ALTER", "DROP"]]] = []
         self._loading = False  # a checkpoint saying "loading" was written: the load's messages join one transaction
+        self._held: tuple[TableDef, RowChange, int] | None = None  # the load's last row so far (_loading)
 
     @property
     def mode(self) -> str:
@@ -288,7 +289,7 @@ class KafkaSink(TransactionalSink):
             position = await self.producer.read_position()
         if self.status is not None:
             self.status.delivery = self.producer.mode
-        self._ddl, self._loading = [], False  # an attempt starts: what was not committed comes again
+        self._ddl, self._loading, self._held = [], False, None  # an attempt starts: what was not committed comes again
         if position is None:
             return None
         cp = checkpoint_from(position)
@@ -307,6 +308,9 @@ class KafkaSink(TransactionalSink):
     async def write(self, transactions: Sequence[Transaction], checkpoint: Checkpoint) -> None:
         messages: list[tuple[str, Message]] = []
         now = int(time.time() * 1000)
+        if self._held is not None and checkpoint.loading is None:  # the load's last checkpoint: its last row
+            (table, change, row), self._held = self._held, None
+            messages.extend(self._messages(change, self._load_position or self._last, "last", row, now, table))
         for txn in transactions:
             end = txn.end
             for i, change in enumerate(txn.changes):
@@ -377,6 +381,13 @@ class KafkaSink(TransactionalSink):
         position = self._load_position or self._last
         now = int(time.time() * 1000)
         messages: list[tuple[str, Message]] = []
+        if self._loading:
+            # the load's last row is written "last" (source.snapshot, as Debezium): each block's last row is held
+            # back until the next block, or the load's last checkpoint
+            held, self._held = self._held, (table, changes[-1], len(changes) - 1)
+            if held is not None:
+                messages.extend(self._messages(held[1], position, "true", held[2], now, held[0]))
+            changes = changes[:-1]
         for i, change in enumerate(changes):
             messages.extend(self._messages(change, position, "true", i, now, table))
         if self._loading:
@@ -390,7 +401,7 @@ class KafkaSink(TransactionalSink):
         return None
 
     async def reset(self, *, cancel: bool = False) -> None:
-        self._ddl = []
+        self._ddl, self._held = [], None
         await super().reset(cancel=cancel)
 
     async def schema_change(self, kind: str, name: str, definition: TableDef | None) -> str | None:

@@ -78,10 +78,13 @@ async def test_a_crash_in_the_initial_load_publishes_it_once(mariadb: MariaDBSer
         assert rep.wait_exit(60) == -9, rep.tail()
     with _replicate(server, db, target, "--once") as rep:
         assert rep.wait_exit(60) == 0, rep.tail()
+    snapshot: list[str] = []
     for name in tables:
         records = check_table(kafka_server.bootstrap, prefix, db, server, name)
         once_in_order(records)
         assert [json.loads(r.value or b"{}")["op"] for r in records] == ["r"] * 4, name
+        snapshot.extend(json.loads(r.value or b"{}")["source"]["snapshot"] for r in records)
+    assert sorted(snapshot) == ["last"] + ["true"] * 11, snapshot  # the load's last row is "last", as Debezium
     published = _ddl(kafka_server.bootstrap, prefix)
     assert sorted(published.values()) == [1, 1, 1], published
     assert all(d.startswith("CREATE") for d in published), published
