@@ -547,6 +547,7 @@ def _status_dict(r: Any) -> dict[str, Any]:
         "source_failovers": s.source_failovers,
         "last_source_failover": s.last_source_failover,
         "load_rows": s.load_rows,
+        "delivery": s.delivery,
         "error": s.error,
     }
 

@@ -231,6 +231,8 @@ def _replica_line(rep: dict[str, Any]) -> str:
     if rep.get("source_server_id") is not None:
         server += f" (server_id {rep['source_server_id']})"
     line = f"# replica {rep.get('replica')}: {rep.get('state')}, source {server}"
+    if rep.get("delivery"):
+        line += f", {str(rep['delivery']).upper()}"
     line += f", {rep.get('source_failovers') or 0} source failover(s)"
     if rep.get("last_source_failover"):
         line += f" (last: {rep['last_source_failover']})"

@@ -6,6 +6,9 @@ a consumer-group offset (group ``mybinlog.<replica>``) that points at that recor
 (:meth:`KafkaProducer.commit`). At start (:meth:`KafkaProducer.start`) the committed offset of the group names the
 last committed position record, which is read back: this does not depend on the broker hiding aborted records
 (Tansu does not, docs/kafka.md), only on it applying a transaction's offsets when, and only when, it commits.
+:meth:`KafkaProducer.send` adds messages to an open transaction that the next commit ends (the initial load: one
+transaction). A broker that accepts a transaction's offsets but keeps nothing (librdkafka's mock cluster) is found
+at the first commit: the offset is then committed after each transaction (at-least-once, said in :attr:`mode`).
 
 The transactional id is ``mybinlog.<replica>``: a second process that starts the replica fences the first (the
 broker bumps the producer epoch), whose next commit raises :class:`~mybinlog.errors.ReplicaLockedError`. A paused
@@ -27,11 +30,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import functools
 import json
 import logging
 import queue
 import threading
+import time
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -68,7 +73,10 @@ class KafkaSettings:
     (fails when the broker cannot), ``False`` at-least-once, ``None`` exactly-once when the broker can.
     ``partitions``/``replication_factor``: of the topics created here (``-1``: the broker's default).
     ``config``: more librdkafka settings (``security.protocol``, ``sasl.*``, ``compression.type``...).
-    ``timeout``: seconds for each blocking broker call.
+    ``timeout``: seconds for each blocking broker call. ``transaction_timeout``: seconds a transaction may stay open
+    before the broker aborts it (librdkafka's ``transaction.timeout.ms``; default 900 s, Apache Kafka's and
+    Redpanda's default ``transaction.max.timeout.ms``, which bounds it): the initial load is one transaction and must
+    end within it. A crashed process's open transaction is aborted at once by its successor (same transactional id).
     """
 
     bootstrap: str
@@ -79,6 +87,16 @@ class KafkaSettings:
     replication_factor: int = -1
     config: Mapping[str, Any] = field(default_factory=dict)
     timeout: float = 30.0
+    transaction_timeout: float | None = None
+
+    @property
+    def transaction_timeout_ms(self) -> int:
+        configured = self.config.get("transaction.timeout.ms")
+        if configured is not None:
+            return int(configured)
+        if self.transaction_timeout is not None:
+            return int(self.transaction_timeout * 1000)
+        return max(900_000, int(self.timeout * 2000))
 
     def __post_init__(self) -> None:
         if not self.bootstrap or not self.replica or not self.prefix:
@@ -163,6 +181,12 @@ class KafkaProducer:
         self._errors: list[Any] = []
         self._position_offset = -1
         self._stuck = False  # a call of librdkafka outlived its timeout: the worker thread is blocked in it
+        self._open = False  # a transaction begun by send() is open: commit() ends it
+        self._transactional = False  # the producer writes transactions (mode says what a crash may do)
+        self._offsets_checked = False  # whether the broker keeps a transaction's group offset was checked
+        self._plain_offsets = False  # it does not (librdkafka's mock): the offset is committed after the transaction
+        self._offsets: Any = None  # the consumer that reads and commits the group's offset (worker thread)
+        self._opened_at = 0.0  # when send() began it (time.monotonic())
 
     # -- plumbing ---
 
@@ -226,7 +250,7 @@ class KafkaProducer:
                 "transactional.id": transactional_id(self.settings.replica),
                 "enable.idempotence": True,
                 "on_delivery": self._on_delivery,
-                "transaction.timeout.ms": max(60_000, int(self.settings.timeout * 2000)),
+                "transaction.timeout.ms": self.settings.transaction_timeout_ms,
             }
             self._producer = kafka.Producer(config)
             try:
@@ -245,6 +269,7 @@ class KafkaProducer:
                 self._producer = None
             else:
                 self.mode = "exactly-once"
+                self._transactional = True
                 consumer = kafka.Consumer({**self._base_config(), "group.id": transactional_id(self.settings.replica)})
                 self._group_metadata = consumer.consumer_group_metadata()
                 consumer.close()
@@ -271,7 +296,7 @@ class KafkaProducer:
         try:
             timeout = self.settings.timeout
             low, high = consumer.get_watermark_offsets(partition, timeout=timeout)
-            if self.mode == "exactly-once":
+            if self._transactional:
                 committed = consumer.committed([partition], timeout=timeout)[0].offset
                 if committed <= 0:
                     return None  # no transaction of this replica committed yet
@@ -296,7 +321,7 @@ class KafkaProducer:
                     found = json.loads(message.value())["position"]
                 if message.offset() + 1 >= end:
                     break
-            if found is None and self.mode == "exactly-once":
+            if found is None and self._transactional:
                 raise TargetError(
                     f"the committed offset {end} of group {transactional_id(self.settings.replica)!r} on "
                     f"{self.position_topic} does not point at a position record of replica {self.settings.replica!r}"
@@ -334,22 +359,53 @@ class KafkaProducer:
                 )
                 for t in new
             ]
-            futures = self._admin.create_topics(specs, operation_timeout=self.settings.timeout)
+            timeout = self.settings.timeout
+            futures = self._admin.create_topics(specs, operation_timeout=timeout, request_timeout=timeout)
             for topic, future in futures.items():
                 try:
-                    await asyncio.wrap_future(future)
-                except self._kafka.KafkaException as exc:
-                    if exc.args[0].code() != self._kafka.KafkaError.TOPIC_ALREADY_EXISTS:
-                        raise _translate(exc, f"creating topic {topic}", self.settings.replica) from exc
+                    # bounded here too: a request that never gets an answer must not hang the replica
+                    await asyncio.wait_for(asyncio.wrap_future(future), timeout + 5.0)
+                except (self._kafka.KafkaException, TimeoutError) as exc:
+                    if isinstance(exc, self._kafka.KafkaException):
+                        if exc.args[0].code() == self._kafka.KafkaError.TOPIC_ALREADY_EXISTS:
+                            continue
+                        error = _translate(exc, f"creating topic {topic}", self.settings.replica)
+                    else:
+                        error = TargetConnectionError(f"Kafka creating topic {topic}: no answer in {timeout + 5:g} s")
+                    # a broker that cannot create it through the admin API (librdkafka's mock cluster names no
+                    # controller) may create it when its metadata is asked for (auto.create.topics.enable)
+                    if not await self._auto_created(topic):
+                        raise TargetError(
+                            f"{error}; the topic {topic!r} does not exist: create it (cleanup.policy=compact for "
+                            f"{self.position_topic}), or let the broker create topics"
+                        ) from exc
+                    log.warning(
+                        "replica %s: creating topic %s failed (%s); the broker created it when asked for its metadata "
+                        "(its default partitions%s)",
+                        self.settings.replica,
+                        topic,
+                        error,
+                        " and cleanup policy, not compact" if compacted else "",
+                    )
         self._known_topics.update(missing)
+
+    async def _auto_created(self, topic: str) -> bool:
+        """True when the broker has the topic after being asked for its metadata (which may create it)."""
+        try:
+            metadata = await self._run("reading topic metadata", self._admin.list_topics, topic, self.settings.timeout)
+        except TargetError:
+            return False
+        found = metadata.topics.get(topic)
+        return found is not None and found.error is None and bool(found.partitions)
 
     # -- batches ---
 
-    async def _produce(self, topic: str, message: Message) -> None:
+    async def _produce(self, topic: str, message: Message, partition: int | None = None) -> None:
         producer = self._producer
+        extra = {} if partition is None else {"partition": partition}
         while True:
             try:
-                producer.produce(topic, message.value, message.key, headers=list(message.headers) or None)
+                producer.produce(topic, message.value, message.key, headers=list(message.headers) or None, **extra)
                 return
             except BufferError:  # librdkafka's queue is full: let it send
                 await self._run("producing", producer.poll, 0.05)
@@ -382,25 +438,23 @@ class KafkaProducer:
             value = json.dumps({"replica": self.settings.replica, "position": position}).encode()
             return Message(self.settings.replica.encode(), value)
 
-        if self.mode != "exactly-once":
+        if not self._transactional:
             await self._produce_all(messages)
             await self._flush("producing the batch")
             if position is not None:
-                await self._produce(self.position_topic, record())
+                await self._produce(self.position_topic, record(), 0)
                 await self._flush("storing the position")
                 self.position = position
             return
         producer = self._producer
-        self._errors = []
-        self._position_offset = -1
-        try:
-            producer.begin_transaction()
-        except self._kafka.KafkaException as exc:
-            raise _translate(exc, "begin_transaction", self.settings.replica) from exc
+        opened_at = self._opened_at if self._open else time.monotonic()
+        if not self._open:
+            self._begin()
+        self._open = False  # committed or aborted below
         try:
             await self._produce_all(messages)
             if position is not None:
-                await self._produce(self.position_topic, record())
+                await self._produce(self.position_topic, record(), 0)
             await self._flush("producing the batch")
             if position is not None:
                 _failpoints.reached("kafka.before_commit")  # messages and position sent, the transaction open
@@ -413,14 +467,116 @@ class KafkaProducer:
                     self.settings.timeout,
                 )
             await self._bounded("commit_transaction", producer.commit_transaction, self.settings.timeout)
-        except ReplicaLockedError:
+        except ReplicaLockedError as exc:
+            self._too_long(opened_at, exc)
             raise
-        except (TargetError, asyncio.CancelledError):
+        except (TargetError, asyncio.CancelledError) as exc:
             if not self._stuck:  # else the abort would queue behind the blocked call: the next producer aborts
                 await self._abort()
+            if isinstance(exc, TargetError):
+                self._too_long(opened_at, exc)
             raise
         if position is not None:
             self.position = position
+            await self._offset_kept(pointer)
+
+    async def _offset_kept(self, pointer: list[Any]) -> None:
+        """After the first transaction of this producer with a position: check that the broker applied its group
+        offset. librdkafka's mock cluster accepts ``send_offsets_to_transaction`` but keeps nothing: then the offset
+        is committed after each transaction instead (a crash between the two repeats the batch: at-least-once)."""
+        if self._plain_offsets:
+            await self._run("committing the position's offset", self._commit_offset, pointer)
+            return
+        if self._offsets_checked:
+            return
+        self._offsets_checked = True
+        kept = await self._run("reading the committed offset", self._committed_offset)
+        if kept >= pointer[0].offset:
+            return
+        log.warning(
+            "replica %s: the broker did not keep the consumer offset of a committed transaction (group %s: %s, not "
+            "%s); committing it after each transaction instead: AT-LEAST-ONCE, a crash between the two repeats the "
+            "batch (a broker that keeps them, as Apache Kafka does, is exactly-once)",
+            self.settings.replica,
+            transactional_id(self.settings.replica),
+            kept,
+            pointer[0].offset,
+        )
+        self._plain_offsets = True
+        self.mode = "at-least-once"
+        await self._run("committing the position's offset", self._commit_offset, pointer)
+
+    def _group_consumer(self) -> Any:  # worker thread
+        if self._offsets is None:
+            group = transactional_id(self.settings.replica)
+            self._offsets = self._kafka.Consumer(
+                {**self._base_config(), "group.id": group, "enable.auto.commit": False}
+            )
+        return self._offsets
+
+    def _committed_offset(self) -> int:  # worker thread
+        partition = self._kafka.TopicPartition(self.position_topic, 0)
+        committed = self._group_consumer().committed([partition], timeout=self.settings.timeout)
+        return int(committed[0].offset)
+
+    def _commit_offset(self, pointer: list[Any]) -> None:  # worker thread
+        self._group_consumer().commit(offsets=pointer, asynchronous=False)
+
+    def _too_long(self, opened_at: float, exc: Exception) -> None:
+        """A transaction open longer than ``transaction.timeout.ms`` was aborted by the broker (which fences the
+        producer, or reports an invalid state): say that, not "retry" or "another producer took over" (a retry would
+        run as long again)."""
+        limit = self.settings.transaction_timeout_ms / 1000
+        seconds = time.monotonic() - opened_at
+        if seconds > limit:
+            raise TargetError(
+                f"replica {self.settings.replica!r}: a Kafka transaction was open {seconds:.0f} s, longer than its "
+                f"transaction timeout ({limit:g} s), and failed ({exc}); the initial load is one transaction: give "
+                "the Kafka target a longer transaction_timeout=SECONDS (at most the broker's "
+                "transaction.max.timeout.ms, 900 s by default), or load the tables with the Spark snapshot"
+            ) from exc
+
+    def _begin(self) -> None:
+        self._errors = []
+        self._position_offset = -1
+        try:
+            self._producer.begin_transaction()
+        except self._kafka.KafkaException as exc:
+            raise _translate(exc, "begin_transaction", self.settings.replica) from exc
+
+    @property
+    def in_transaction(self) -> bool:
+        """True between a :meth:`send` and the :meth:`commit` (or failure) that ends its transaction."""
+        return self._open
+
+    async def send(self, messages: Iterable[tuple[str, Message]]) -> None:
+        """Produce ``messages`` into the open transaction (begun here if none is open); the next :meth:`commit`
+        commits them with its own messages and position, all or nothing. The initial load's messages go this way:
+        a crash before that commit leaves none of them visible. At-least-once: produced and acknowledged at once.
+        Errors as :meth:`commit` (the transaction is then aborted)."""
+        if not self._transactional:
+            for topic, message in messages:
+                await self._produce(topic, message)
+            await self._flush("producing the batch")
+            return
+        if not self._open:
+            self._begin()
+            self._open = True
+            self._opened_at = time.monotonic()
+        try:
+            for topic, message in messages:
+                await self._produce(topic, message)
+            if self._errors:  # a delivery already failed (reported by a poll): the transaction cannot commit
+                error, self._errors = self._errors[0], []
+                raise _translate(self._kafka.KafkaException(error), "producing", self.settings.replica)
+        except ReplicaLockedError:
+            self._open = False
+            raise
+        except (TargetError, asyncio.CancelledError):
+            self._open = False
+            if not self._stuck:
+                await self._abort()
+            raise
 
     async def _bounded(self, what: str, call: Callable[..., T], *args: Any) -> T:
         """:meth:`_run` of a transactional call with a deadline of our own: librdkafka's
@@ -453,6 +609,10 @@ class KafkaProducer:
     async def close(self) -> None:
         """Wait for what is queued (outside a transaction) and release the worker thread."""
         producer, self._producer = self._producer, None
+        consumer, self._offsets = self._offsets, None
+        if consumer is not None and not self._stuck:
+            with contextlib.suppress(Exception):  # closing: nothing to report
+                await asyncio.get_running_loop().run_in_executor(self._executor, consumer.close)
         if producer is not None and not self._stuck:
             try:
                 await asyncio.get_running_loop().run_in_executor(self._executor, producer.flush, 1.0)

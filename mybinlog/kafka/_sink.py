@@ -7,14 +7,18 @@ and stopped tables survive a restart) on the position topic, committed together 
 (which also fences a former producer of the replica). A crash before the commit leaves none of the batch visible to a
 ``read_committed`` consumer and the previous checkpoint; the replicator reads the batch again.
 
-What is not exactly-once: the initial load's ``op: r`` messages (each block of rows is its own transaction, without
-a position: a load interrupted by a crash starts again and publishes its rows again, as a Debezium snapshot does) and
-the schema change messages (a DDL replayed after a crash is published again). A broker without transactions makes
-everything at-least-once (said at start, and in :attr:`KafkaSink.mode`).
+A DDL's schema change message waits for the checkpoint the replicator saves right after the DDL and is committed in
+its transaction: a DDL replayed after a crash is published once. The initial load (the replicator's, between a
+checkpoint that says "loading" and the load's last checkpoint) is one transaction: its ``CREATE`` and ``op: r``
+messages are sent into it table by table (:meth:`~._producer.KafkaProducer.send`) and committed with the load's last
+checkpoint, so a load cut short by a crash is invisible and the next one is published once (it must end within the
+transaction timeout, ``transaction_timeout``). A broker without transactions, or one that does not keep a
+transaction's group offset (librdkafka's mock cluster), makes everything at-least-once (said in the log, and in
+:attr:`KafkaSink.mode` and the replica status's ``delivery``).
 
 ``kafka://host:port[,host:port]?prefix=P&transactional=auto|true|false&partitions=N&tombstones=true|false
-&topic_pattern=...`` names a Kafka target on the command line and in the TOML configuration
-(:func:`parse_kafka_url`).
+&topic_pattern=...&timeout=S&transaction_timeout=S`` names a Kafka target on the command line and in the TOML
+configuration (:func:`parse_kafka_url`).
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ class KafkaTarget:
     tombstones: bool = True
     topic_pattern: str = _DEFAULT_PATTERN
     timeout: float = 30.0
+    transaction_timeout: float | None = None
 
     @property
     def description(self) -> str:
@@ -80,6 +85,7 @@ class KafkaTarget:
             tombstones=self.tombstones,
             topic_pattern=self.topic_pattern,
             timeout=self.timeout,
+            transaction_timeout=self.transaction_timeout,
         )
 
 
@@ -93,8 +99,9 @@ def _bool(value: str, key: str) -> bool:
 
 def parse_kafka_url(url: str) -> KafkaTarget:
     """``kafka://host:port[,host:port...][?prefix=P&transactional=auto|true|false&partitions=N&tombstones=true|false
-    &topic_pattern=PATTERN&timeout=SECONDS]``: refuses anything else (an unknown parameter, a host without a port, a
-    path, a user or password: Kafka's SASL settings are not taken from a URL) with :class:`ConfigurationError`."""
+    &topic_pattern=PATTERN&timeout=SECONDS&transaction_timeout=SECONDS]``: refuses anything else (an unknown
+    parameter, a host without a port, a path, a user or password: Kafka's SASL settings are not taken from a URL) with
+    :class:`ConfigurationError`."""
     if not url.startswith("kafka://"):
         raise ConfigurationError(f"a Kafka target starts with kafka:// (kafka://broker:9092), not {url[:40]!r}")
     rest = url[len("kafka://") :]
@@ -110,7 +117,7 @@ def parse_kafka_url(url: str) -> KafkaTarget:
             raise ConfigurationError(
                 f"the Kafka target's broker {broker!r} is not host:port (kafka://broker:9092[,broker2:9092])"
             )
-    known = {"prefix", "transactional", "partitions", "tombstones", "topic_pattern", "timeout"}
+    known = {"prefix", "transactional", "partitions", "tombstones", "topic_pattern", "timeout", "transaction_timeout"}
     params: dict[str, str] = {}
     try:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
@@ -144,6 +151,17 @@ def parse_kafka_url(url: str) -> KafkaTarget:
         raise ConfigurationError(
             f"the Kafka target's timeout={params['timeout']!r} is not a number of seconds (0 < timeout < 3600)"
         )
+    transaction_timeout: float | None = None
+    if "transaction_timeout" in params:
+        try:
+            transaction_timeout = float(params["transaction_timeout"])
+        except ValueError:
+            transaction_timeout = 0.0
+        if not 1 <= transaction_timeout <= 86_400:
+            raise ConfigurationError(
+                f"the Kafka target's transaction_timeout={params['transaction_timeout']!r} is not a number of seconds "
+                "(1 to 86400; the broker's transaction.max.timeout.ms bounds it, 900 s by default)"
+            )
     pattern = params.get("topic_pattern", _DEFAULT_PATTERN)
     try:
         topic_name(prefix, "d", "t", pattern)
@@ -159,6 +177,7 @@ def parse_kafka_url(url: str) -> KafkaTarget:
         tombstones=_bool(params.get("tombstones", "true"), "tombstones"),
         topic_pattern=pattern,
         timeout=timeout,
+        transaction_timeout=transaction_timeout,
     )
 
 
@@ -196,6 +215,7 @@ class KafkaSink(TransactionalSink):
         topic_pattern: str = _DEFAULT_PATTERN,
         config: Mapping[str, Any] | None = None,
         timeout: float = 30.0,
+        transaction_timeout: float | None = None,
     ) -> None:
         super().__init__()
         self.settings = KafkaSettings(
@@ -206,17 +226,23 @@ class KafkaSink(TransactionalSink):
             partitions=partitions,
             config=dict(config or {}),
             timeout=timeout,
+            transaction_timeout=transaction_timeout,
         )
         self.replica, self.database, self.prefix = replica, database, prefix
         self.topic_pattern = topic_pattern
         self.description = f"Kafka {bootstrap} (prefix {prefix})"
         self.producer = KafkaProducer(self.settings)
         self._encoders = _Encoders(tombstones)
-        self._topics: dict[str, str] = {}
         self._started = False
         self._stale = False  # a transaction failed: the producer is replaced before the next checkpoint read
         self._load_position: BinlogPosition | None = None
         self._last: BinlogPosition | None = None
+        self._topics: dict[str, str] = {}
+        # schema changes (table, DDL text, definition, change, GTID, a truncate), committed with the checkpoint that
+        # follows them
+        self._ddl: list[tuple[str, str, TableDef | None, Literal["CREATE", "ALTER", "DROP"], str | None, bool]] = []
+        self._loading = False  # a checkpoint saying "loading" was written: the load's messages join one transaction
+        self._held: tuple[TableDef, RowChange, int] | None = None  # the load's last row so far (_loading)
 
     @property
     def mode(self) -> str:
@@ -259,21 +285,39 @@ class KafkaSink(TransactionalSink):
             position = self.producer.position
         else:
             position = await self.producer.read_position()
+        if self.status is not None:
+            self.status.delivery = self.producer.mode
+        self._ddl, self._loading, self._held = [], False, None  # an attempt starts: what was not committed comes again
         if position is None:
             return None
         cp = checkpoint_from(position)
         self._last = cp.position
         return cp
 
+    async def newest_epoch(self) -> int:
+        # not read_checkpoint(): asked in the middle of the stream (the replica lock taken again), it must leave the
+        # schema changes waiting for their checkpoint as they are
+        if not self._started:
+            cp = await self.read_checkpoint()
+            return cp.epoch if cp is not None else 0
+        position = await self.producer.read_position()
+        return checkpoint_from(position).epoch if position is not None else 0
+
     async def write(self, transactions: Sequence[Transaction], checkpoint: Checkpoint) -> None:
         messages: list[tuple[str, Message]] = []
         now = int(time.time() * 1000)
+        if self._held is not None and checkpoint.loading is None:  # the load's last checkpoint: its last row
+            (table, change, row), self._held = self._held, None
+            messages.extend(self._messages(change, self._load_position or self._last, "last", row, now, {}, table))
         for txn in transactions:
             tables: dict[str, tuple[TableEncoder, str, tuple[str, str]]] = {}  # see _messages
             end = txn.end
             for i, change in enumerate(txn.changes):
                 messages.extend(self._messages(change, end, "false", i, now, tables, gtid=txn.gtid))
-        await self._commit(messages, checkpoint_json(checkpoint))
+        await self._commit(messages, checkpoint_json(checkpoint), checkpoint.position)
+        self._loading = checkpoint.loading is not None
+        if self.status is not None:
+            self.status.delivery = self.producer.mode  # it may learn at the first commit that it is at-least-once
         self._last = checkpoint.position
         log.info(
             "%s: checkpoint at %s after %d rows (epoch %d, seq %d)",
@@ -284,10 +328,47 @@ class KafkaSink(TransactionalSink):
             checkpoint.seq,
         )
 
-    async def _commit(self, messages: list[tuple[str, Message]], position: dict[str, Any] | None) -> None:
+    def _schema_changes(self, at: BinlogPosition | None) -> list[tuple[str, Message]]:
+        """The schema change messages held, with ``at`` as their binlog position (the end of the DDL: the checkpoint
+        after it; the load's snapshot for the load's CREATEs). Taken: a failure drops them, the replay makes them
+        again."""
+        held, self._ddl = self._ddl, []
+        out: list[tuple[str, Message]] = []
+        for name, ddl, definition, change, gtid, truncated in held:
+            source = SourceInfo(
+                name=self.prefix,
+                db=self.database,
+                table=name,
+                server_id=at.server_id if at else 0,
+                file=at.file if at else "",
+                pos=at.offset if at else 0,
+                gtid=gtid,
+                ts_ms=at.timestamp * 1000 if at else 0,
+            )
+            out.append((self.prefix, schema_change(source, self.database, ddl, table=definition, change=change)))
+            if truncated:  # and Debezium's truncate event on the table's topic
+                out.append((self.topic(name), truncate(source, int(time.time() * 1000))))
+        return out
+
+    async def _commit(
+        self, messages: list[tuple[str, Message]], position: dict[str, Any] | None, at: BinlogPosition | None = None
+    ) -> None:
+        """One transaction: the schema changes not committed yet, ``messages`` and ``position`` (with what the
+        load sent into the open transaction, if any)."""
+        messages = self._schema_changes(at or self._load_position or self._last) + messages
         try:
             await self.producer.ensure_topics(dict.fromkeys(t for t, _ in messages))
             await self.producer.commit(messages, position)
+        except TargetError:
+            self._stale = True
+            raise
+
+    async def _send(self, messages: list[tuple[str, Message]]) -> None:
+        """Into the load's open transaction, committed with the load's last checkpoint (:meth:`write`)."""
+        messages = self._schema_changes(self._load_position or self._last) + messages
+        try:
+            await self.producer.ensure_topics(dict.fromkeys(t for t, _ in messages))
+            await self.producer.send(messages)
         except TargetError:
             self._stale = True
             raise
@@ -302,23 +383,31 @@ class KafkaSink(TransactionalSink):
         position = self._load_position or self._last
         now = int(time.time() * 1000)
         messages: list[tuple[str, Message]] = []
+        if self._loading:
+            # the load's last row is written "last" (source.snapshot, as Debezium): each block's last row is held
+            # back until the next block, or the load's last checkpoint
+            held, self._held = self._held, (table, changes[-1], len(changes) - 1)
+            if held is not None:
+                messages.extend(self._messages(held[1], position, "true", held[2], now, {}, held[0]))
+            changes = changes[:-1]
         tables: dict[str, tuple[TableEncoder, str, tuple[str, str]]] = {}
         for i, change in enumerate(changes):
             messages.extend(self._messages(change, position, "true", i, now, tables, table))
-        await self._commit(messages, None)
+        if self._loading:
+            await self._send(messages)  # the replicator's initial load: visible with its last checkpoint only
+        else:
+            await self._commit(messages, None)
+
+    async def prepare_load(self, names: Sequence[str], leftovers: Sequence[str], leader: Any) -> None:
+        # an unfinished load wrote into a transaction that never committed (the next producer's init_transactions
+        # aborted it): nothing of it is visible, nothing to drop (at-least-once: its messages stay, as Debezium's)
+        return None
+
+    async def reset(self, *, cancel: bool = False) -> None:
+        self._ddl, self._held = [], None
+        await super().reset(cancel=cancel)
 
     async def schema_change(self, kind: str, name: str, definition: TableDef | None) -> str | None:
-        position = self._last
-        source = SourceInfo(
-            name=self.prefix,
-            db=self.database,
-            table=name,
-            server_id=position.server_id if position else 0,
-            file=position.file if position else "",
-            pos=position.offset if position else 0,
-            gtid=self.gtid,  # the DDL's (the replicator read its GTID event just before)
-            ts_ms=position.timestamp * 1000 if position else 0,
-        )
         if kind == "drop" or definition is None:
             ddl = f"DROP TABLE `{name}`"
         elif kind == "truncate":
@@ -327,11 +416,10 @@ class KafkaSink(TransactionalSink):
             ddl = f"RENAME TABLE `{name}` TO `{definition.name}`"
         else:
             ddl = render_create_table(definition, qualified=False)
-        message = schema_change(source, self.database, ddl, table=definition, change=_CHANGE.get(kind, "ALTER"))
-        messages = [(self.prefix, message)]
-        if kind == "truncate":  # and Debezium's truncate event on the table's topic
-            messages.append((self.topic(name), truncate(source, int(time.time() * 1000))))
-        await self._commit(messages, None)
+        # held until the checkpoint after the DDL (the replicator saves one at once, or the load's last one): in its
+        # transaction, a DDL replayed after a crash is published once
+        # (the GTID is the DDL's: the replicator read its GTID event just before)
+        self._ddl.append((name, ddl, definition, _CHANGE.get(kind, "ALTER"), self.gtid, kind == "truncate"))
         return None  # Kafka follows every DDL: the next messages of the table carry its new columns
 
     # -- messages ------------------------------------------------------------------------------------------------

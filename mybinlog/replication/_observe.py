@@ -99,8 +99,9 @@ def observe_source(r: Observed) -> None:
 
 def replica_snapshot(r: Observed, now: float | None = None) -> dict[str, Any]:
     """The replica's status as a dict (every :class:`ReplicaStatus` field, the source check flattened) plus
-    ``lag_seconds`` computed now (see the module docstring; the stored value once it stopped), ``connected``
-    (its binlog connection is up; None when it is not streaming), ``checkpoint_age_seconds`` and
+    ``lag_seconds`` computed now (see the module docstring; the stored value once it stopped), ``detached`` (its
+    consumer was detached from the shared connection and it has not read that yet: counted in ``detaches``),
+    ``connected`` (its binlog connection is up; None when it is not streaming), ``checkpoint_age_seconds`` and
     ``checkpoint_timestamp``."""
     s = r.status
     now = time.time() if now is None else now
@@ -121,6 +122,10 @@ def replica_snapshot(r: Observed, now: float | None = None) -> dict[str, Any]:
         base = max(written, s.idle_at or 0.0)
         out["lag_seconds"] = round(max(0.0, now - base), 3) if base else None
     binlog = r.binlog
+    # detached from the shared connection now: the replica (busy writing) has not read that yet, nor counted it
+    out["detached"] = bool(binlog is not None and getattr(binlog, "detached", False))
+    if out["detached"]:
+        out["detaches"] = s.detaches + 1
     dispatcher = binlog.dispatcher if binlog is not None else None
     if dispatcher is not None:
         out["connected"] = dispatcher.connected

@@ -366,6 +366,8 @@ class Replicator:
     async def _close_binlog(self) -> None:
         binlog, self._binlog = self._binlog, None
         if binlog is not None:
+            if getattr(binlog, "detached", False):
+                self.status.detaches += 1  # detached while the sink was stuck (a retry closes it before a read)
             with contextlib.suppress(MybinlogError):
                 await asyncio.shield(binlog.aclose())
 

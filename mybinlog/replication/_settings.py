@@ -152,3 +152,5 @@ class ReplicaStatus:
     source_server_id: int | None = None  # its server_id (None before the first connection to it)
     source_failovers: int = 0  # moves of the binlog connection to another server of the source
     last_source_failover: str | None = None  # why the last one happened
+    # what a crash may do to the replica's output, when its sink says (Kafka: "exactly-once" or "at-least-once")
+    delivery: str | None = None

@@ -224,7 +224,8 @@ function render(doc, history, ready) {
       failoverEl.appendChild(el("span", " last: " + r.last_source_failover, "muted"));
     }
     row(rt, [
-      {text: r.replica}, stateBadge(r.state), {text: r.leader === false ? "standby" : "leader"},
+      {text: r.replica + (r.delivery ? " (" + r.delivery + ")" : "")}, stateBadge(r.state),
+      {text: r.leader === false ? "standby" : "leader"},
       {text: r.position || "-", cls: "muted"}, {text: seconds(r.lag_seconds), cls: "num"},
       {text: bytes(r.lag_bytes), cls: "num"}, {text: num(rate(samples, r.replica, "rows"), 1), cls: "num"},
       {text: num(rate(samples, r.replica, "transactions"), 1), cls: "num"},

@@ -127,7 +127,7 @@ async def test_sigkills_mid_stream_each_change_once_in_order(mariadb: MariaDBSer
     for round_ in range(4):
         with _replicate(server, db, target) as rep:
             if round_ == 0:
-                rep.wait_for("checkpoint at")  # the initial load is done (a load cut short is published again)
+                rep.wait_for("checkpoint at")  # the load's kills: test_kafka_replay.py
             _writes(server, db, rng, ids, rng.randint(10, 40))
             if rng.random() < 0.5:  # killed at once (mid-batch, mid-transaction), or once it caught up
                 # (waiting for "the next checkpoint" could wait forever: the writes may all be in one batch already)

@@ -27,6 +27,10 @@ def test_a_kafka_url_and_its_sink() -> None:
     assert (sink.settings.replica, sink.settings.partitions, sink.description) == ("shop_r", 3, target.description)
     assert sink.settings.timeout == 30.0
     assert parse_kafka_url("kafka://k1:9092?timeout=2.5").sink(replica="r", database="d").settings.timeout == 2.5
+    # the initial load is one transaction: its timeout (librdkafka's transaction.timeout.ms) can be raised
+    assert sink.settings.transaction_timeout_ms == 60_000
+    slow = parse_kafka_url("kafka://k1:9092?transaction_timeout=900").sink(replica="r", database="d")
+    assert slow.settings.transaction_timeout_ms == 900_000
 
 
 @pytest.mark.parametrize(
@@ -49,6 +53,8 @@ def test_a_kafka_url_and_its_sink() -> None:
         ("kafka://broker:9092?topic_pattern={schema}.{table}", "may use only"),
         ("kafka://broker:9092?timeout=0", "is not a number of seconds"),
         ("kafka://broker:9092?timeout=soon", "is not a number of seconds"),
+        ("kafka://broker:9092?transaction_timeout=0.5", "transaction_timeout='0.5' is not a number of seconds"),
+        ("kafka://broker:9092?transaction_timeout=x", "transaction.max.timeout.ms bounds it"),
         ("kafka://broker:9092?garbage", "kafka://"),
         ("kafkaa://broker:9092", "starts with kafka://"),
     ],
