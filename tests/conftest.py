@@ -83,6 +83,8 @@ ORCHESTRATION_MODULES = frozenset(
         "test_kafka_faults",  # the broker's restart and the producer's fencing: the same for both implementations
         "test_kafka_producer",
         "test_kafka_server",
+        "test_kafka_mock",  # the mock cluster's protocol and a crash replayed: the Kafka side, whatever decodes
+        "test_kafka_replay",
         "test_kafka_shared",
         "test_ha",
         "test_load_shutdown",
@@ -95,6 +97,7 @@ ORCHESTRATION_MODULES = frozenset(
         "test_sharing_process",
         "test_snapshot",
         "test_snapshot_faults",
+        "test_snapshot_kafka",
         "test_snapshot_plan",
         "test_source_shutdown",
         "test_xa_load",
