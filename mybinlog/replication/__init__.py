@@ -27,7 +27,12 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_names
 
 if TYPE_CHECKING:  # for type checkers only (`X as X`: exported); at run time the names below are lazy
-    from ._clickhouse import ClickHouseSink as ClickHouseSink  # noqa: I001 (one import per module)
+    from .._checkpoint import (  # noqa: I001 (one import per module)
+        Checkpoint as Checkpoint,
+        checkpoint_from as checkpoint_from,
+        checkpoint_json as checkpoint_json,
+    )
+    from ._clickhouse import ClickHouseSink as ClickHouseSink
     from ._leader import Leader as Leader
     from ._replicator import Replicator as Replicator
     from ._settings import ReplicaStatus as ReplicaStatus, ReplicationSettings as ReplicationSettings
@@ -45,6 +50,8 @@ if TYPE_CHECKING:  # for type checkers only (`X as X`: exported); at run time th
 __all__, __getattr__, __dir__ = lazy_names(
     __name__,
     {
+        # the record every sink keeps and its JSON form (mybinlog/_checkpoint.py): what a sink of one's own stores
+        ".._checkpoint": ("Checkpoint", "checkpoint_from", "checkpoint_json"),
         "._clickhouse": ("ClickHouseSink",),
         "._leader": ("Leader",),
         "._replicator": ("Replicator",),

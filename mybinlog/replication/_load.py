@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _failpoints
 from .. import ddl as _ddl
-from ..clickhouse import Checkpoint, make_seq
+from .._checkpoint import Checkpoint, make_seq
 from ..errors import ConfigurationError, MybinlogError, ReplicationError
 from ..protocol._position import BinlogPosition
 from ..source._dsn import DSN

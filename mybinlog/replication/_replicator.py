@@ -23,7 +23,8 @@ from typing import Any, cast
 
 from anyio import EndOfStream
 
-from ..clickhouse import Checkpoint, Target
+from .._checkpoint import Checkpoint
+from ..clickhouse import Target
 from ..errors import (
     BinlogDetachedError,
     MybinlogError,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _failpoints
 from .. import ddl as _ddl
-from ..clickhouse import Checkpoint
+from .._checkpoint import Checkpoint
 from ..errors import MybinlogError
 from ..protocol._events import QueryEvent
 from ..source._session import SourceConnection

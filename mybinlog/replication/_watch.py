@@ -35,7 +35,7 @@ from ..protocol._position import BinlogPosition
 from ..source._session import SourceConnection
 
 if TYPE_CHECKING:
-    from ..clickhouse import Checkpoint
+    from .._checkpoint import Checkpoint
     from ..source._dsn import DSN
 
 __all__ = ["BinlogCheck", "SourceBinlogs", "SourceWatch", "Watched", "assess_binlogs", "read_source_binlogs"]

@@ -23,10 +23,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ..clickhouse import position_from, position_json
 from ..errors import BinlogPurgedError, ReplicationError, SourceConnectionError
 from ..protocol._events import RowsEvent
-from ..protocol._position import BinlogPosition
+from ..protocol._position import BinlogPosition, position_from, position_json
 from ..protocol._transaction import XaStatement
 from ..source._dsn import DSN
 from ..source._stream import BinlogStream

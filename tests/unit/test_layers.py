@@ -41,14 +41,27 @@ ALLOWED: dict[str, set[str]] = {
     "_lazy": set(),  # the packages' names imported on first use (PEP 562), importing nothing itself
     "_text": set(),  # small text forms (durations) shared by several layers
     "protocol": {"errors"},
+    # a replica's checkpoint, every sink's record (its JSON form, leader epochs): below clickhouse/ and replication/
+    "_checkpoint": {"protocol", "errors"},
     "source": {"protocol", "errors"},
     "sharing": {"source", "protocol", "errors"},
     "ddl": {"source", "errors"},  # the MySQL DDL model; MySQL identifier quoting from source/_sql.py
-    "clickhouse": {"ddl", "source", "protocol", "errors", "_lazy"},  # source: its SQL text helpers only
+    "clickhouse": {"_checkpoint", "ddl", "source", "protocol", "errors", "_lazy"},  # source: its SQL text helpers only
     # Debezium messages, the transactional producer, and the sink on the replication layer (docs/kafka.md)
-    "kafka": {"replication", "clickhouse", "ddl", "protocol", "errors", "_failpoints"},
+    "kafka": {"replication", "clickhouse", "_checkpoint", "ddl", "protocol", "errors", "_failpoints"},
     "verification": {"clickhouse", "ddl", "source", "protocol", "errors"},
-    "replication": {"clickhouse", "ddl", "sharing", "source", "protocol", "errors", "_failpoints", "_lazy", "_text"},
+    "replication": {
+        "clickhouse",
+        "_checkpoint",
+        "ddl",
+        "sharing",
+        "source",
+        "protocol",
+        "errors",
+        "_failpoints",
+        "_lazy",
+        "_text",
+    },
     # an observer above the replicators: imports their states (mybinlog.replication.ReplicaState), never the reverse
     "status": {"replication", "sharing", "source", "protocol", "errors"},
     "snapshot": {"replication", "clickhouse", "ddl", "sharing", "source", "protocol", "errors", "_text"},
