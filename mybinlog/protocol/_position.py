@@ -27,7 +27,7 @@ from ._events import (
 )
 from ._gtid import GtidSet, parse_gtid_set
 
-__all__ = ["PASSIVE_TYPES", "BinlogPosition", "PositionTracker", "position_from", "position_json"]
+__all__ = ["PASSIVE_TYPES", "BinlogPosition", "PositionTracker", "binlog_file_key", "position_from", "position_json"]
 
 logger = logging.getLogger("mybinlog.stream")
 
@@ -74,6 +74,13 @@ class BinlogPosition:
     def __str__(self) -> str:
         gtids = f" gtids [{self.gtid_set}]" if self.gtid_set is not None else ""
         return f"{self.file}:{self.offset}{gtids}"
+
+
+def binlog_file_key(name: str) -> tuple[int, str]:
+    """The order of a server's binlog file names (``mysql-bin.000010`` after ``mysql-bin.000009``): by the number
+    after the last dot, then by name."""
+    digits = name.rsplit(".", 1)[-1]
+    return (int(digits), name) if digits.isdigit() else (0, name)
 
 
 def position_json(pos: BinlogPosition | None) -> dict[str, Any] | None:

@@ -25,11 +25,11 @@ from .. import ddl as _ddl
 from .._checkpoint import Checkpoint, make_seq
 from ..errors import ConfigurationError, MybinlogError, ReplicationError
 from ..protocol._position import BinlogPosition
+from ..source import prepared_at
 from ..source._dsn import DSN
 from ..source._session import SourceConnection, select_scope
 from ..source._sql import quote_mysql_ident
 from ._observe import _LoadProgress
-from ._xa import prepared_at
 
 if TYPE_CHECKING:
     from ._settings import ReplicaStatus, ReplicationSettings

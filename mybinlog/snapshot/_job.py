@@ -581,7 +581,7 @@ class _Run:
     async def _run(self) -> SnapshotResult:
         from ..clickhouse import Checkpoint, load_checkpoint, save_checkpoint
         from ..ddl import parse_create_table
-        from ..replication._xa import prepared_at
+        from ..source import prepared_at
 
         o = self.o
         started = time.monotonic()

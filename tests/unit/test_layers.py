@@ -43,7 +43,7 @@ ALLOWED: dict[str, set[str]] = {
     "protocol": {"errors"},
     # a replica's checkpoint, every sink's record (its JSON form, leader epochs): below clickhouse/ and replication/
     "_checkpoint": {"protocol", "errors"},
-    "source": {"protocol", "errors"},
+    "source": {"protocol", "errors", "_lazy"},
     "sharing": {"source", "protocol", "errors"},
     "ddl": {"source", "errors"},  # the MySQL DDL model; MySQL identifier quoting from source/_sql.py
     "clickhouse": {"_checkpoint", "ddl", "source", "protocol", "errors", "_lazy"},  # source: its SQL text helpers only
