@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 from ..errors import ConfigurationError
-from ..replication._names import check_replica_name
+from ..replication import check_replica_name
 from ..source._dsn import DSN
 
 __all__ = [

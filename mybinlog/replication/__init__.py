@@ -34,10 +34,13 @@ if TYPE_CHECKING:  # for type checkers only (`X as X`: exported); at run time th
     )
     from ._clickhouse import ClickHouseSink as ClickHouseSink
     from ._leader import Leader as Leader
+    from ._names import check_replica_name as check_replica_name, replica_name as replica_name
+    from ._observe import is_leader as is_leader, observe_source as observe_source
     from ._replicator import Replicator as Replicator
     from ._settings import ReplicaStatus as ReplicaStatus, ReplicationSettings as ReplicationSettings
     from ._state import REPLICA_STATES as REPLICA_STATES, ReplicaState as ReplicaState
     from ._sink import Sink as Sink, SinkTable as SinkTable
+    from ._startup import StartupStopped as StartupStopped, retry_at_start as retry_at_start
     from ._transactional import (
         RowChange as RowChange,
         Transaction as Transaction,
@@ -54,10 +57,13 @@ __all__, __getattr__, __dir__ = lazy_names(
         ".._checkpoint": ("Checkpoint", "checkpoint_from", "checkpoint_json"),
         "._clickhouse": ("ClickHouseSink",),
         "._leader": ("Leader",),
+        "._names": ("check_replica_name", "replica_name"),
+        "._observe": ("is_leader", "observe_source"),
         "._replicator": ("Replicator",),
         "._settings": ("ReplicaStatus", "ReplicationSettings"),
         "._state": ("REPLICA_STATES", "ReplicaState"),
         "._sink": ("Sink", "SinkTable"),
+        "._startup": ("StartupStopped", "retry_at_start"),
         "._transactional": ("RowChange", "Transaction", "TransactionalSink"),
     },
 )
