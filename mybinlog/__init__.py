@@ -92,8 +92,7 @@ from .protocol._gtid import (
 from .protocol._jsonb import JsonDiff, JsonDiffs, JsonOpaque, apply_json_diffs
 from .protocol._position import BinlogPosition
 from .protocol._table import ColumnInfo, TableMap
-from .source._dsn import DSN
-from .source._files import iter_binlog_events, read_binlog_file
+from .source import DSN, iter_binlog_events, read_binlog_file
 
 if _typing.TYPE_CHECKING:  # for type checkers only (`X as X`: exported); at run time the names below are lazy
     from .protocol._transaction import (  # noqa: I001 (one import per module)
@@ -113,8 +112,8 @@ if _typing.TYPE_CHECKING:  # for type checkers only (`X as X`: exported); at run
         get_binlog_client as get_binlog_client,
         get_binlog_client_factory as get_binlog_client_factory,
     )
-    from .source._connection import ServerInfo as ServerInfo
-    from .source._stream import BinlogStream as BinlogStream
+    from .source import ServerInfo as ServerInfo
+    from .source import BinlogStream as BinlogStream
     from .status import (
         MetricsCollector as MetricsCollector,
         StatusServer as StatusServer,
@@ -128,8 +127,7 @@ if _typing.TYPE_CHECKING:  # for type checkers only (`X as X`: exported); at run
 _LAZY, __getattr__, __dir__ = _lazy_names(
     __name__,
     {
-        ".source._stream": ("BinlogStream",),
-        ".source._connection": ("ServerInfo",),
+        ".source": ("BinlogStream", "ServerInfo"),
         ".sharing": (
             "get_binlog_client",
             "get_binlog_client_factory",

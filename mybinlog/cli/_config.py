@@ -75,7 +75,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from ..errors import ConfigurationError
 from ..replication import ReplicationSettings
 from ..sharing import DEFAULT_MAX_BYTES_IN_BINLOG_DISPATCHER_BUFFER
-from ..source._dsn import DSN
+from ..source import DSN
 from ..status import parse_status_address
 from ._common import (
     combine_source_dsns,

@@ -18,7 +18,7 @@ import asyncmy
 
 from ..protocol._events import RowsEvent
 from ..protocol._format import event_to_json, event_to_text
-from ..source._stream import BinlogStream
+from ..source import BinlogStream
 
 __all__ = ["run_demo", "run_stream_demo"]
 

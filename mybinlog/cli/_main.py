@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from ..errors import MybinlogError
 from ..protocol._events import Event
 from ..protocol._format import event_to_json, event_to_text, events_to_jsonl, events_to_jsonl_utf8
-from ..source._files import iter_binlog_events
+from ..source import iter_binlog_events
 from ._common import ArgumentParser, add_source_arguments, exit_code, source_dsn
 
 __all__ = ["main"]
@@ -181,7 +181,7 @@ def _write_all(events: Iterable[Event], fmt: str, out: TextIO, limit: int | None
 
 
 async def _dump_server(args: argparse.Namespace, out: TextIO) -> int:
-    from ..source._stream import BinlogStream
+    from ..source import BinlogStream
 
     dsn = source_dsn(args, attr="dsn", option="--dsn")
     stream = BinlogStream(

@@ -184,7 +184,7 @@ async def _starting(
 
 async def _wait_for_sources(replicators: list[Any], stop: asyncio.Event) -> None:
     """Connect once to each source (its binlog settings checked), retrying within its ``source_retry_seconds``."""
-    from ..source._connection import BinlogConnection
+    from ..source import BinlogConnection
 
     budgets: dict[Any, float] = {}
     for r in replicators:

@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import ConfigurationError, MybinlogError
-from ..source._dsn import DSN
+from ..source import DSN
 from ..status import STATUS_COLUMNS, read_status
 from ._common import add_source_arguments, source_dsn
 
 if TYPE_CHECKING:
-    from ..source._connection import BinlogConnection
+    from ..source import BinlogConnection
 
 __all__ = ["register", "run", "server_facts"]
 
@@ -118,7 +118,7 @@ async def server_facts(dsn: DSN) -> dict[str, Any]:
 
     A fact the user may not read (a missing privilege) is reported as ``"unavailable: <reason>"``.
     """
-    from ..source._connection import BinlogConnection
+    from ..source import BinlogConnection
 
     conn = await BinlogConnection.connect(dsn, check_preconditions=False, heartbeat_period=0)
     try:

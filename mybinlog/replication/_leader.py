@@ -14,7 +14,7 @@ from ..errors import MybinlogError, ReplicaLockedError
 
 if TYPE_CHECKING:
     from .._checkpoint import Checkpoint
-    from ..source._lease import ReplicaLease
+    from ..source import ReplicaLease
     from ._settings import ReplicaStatus
     from ._sink import Sink
 

@@ -25,10 +25,7 @@ from .. import ddl as _ddl
 from .._checkpoint import Checkpoint, make_seq
 from ..errors import ConfigurationError, MybinlogError, ReplicationError
 from ..protocol._position import BinlogPosition
-from ..source import prepared_at
-from ..source._dsn import DSN
-from ..source._session import SourceConnection, select_scope
-from ..source._sql import quote_mysql_ident
+from ..source import DSN, SourceConnection, prepared_at, quote_mysql_ident, select_scope
 from ._observe import _LoadProgress
 
 if TYPE_CHECKING:

@@ -39,10 +39,7 @@ from ..protocol._events import Event, GtidEvent, MariadbGtidEvent, QueryEvent, R
 from ..protocol._position import BinlogPosition
 from ..protocol._transaction import XaStatement, Xid, parse_xa_statement
 from ..sharing import Binlog, BinlogClient, get_binlog_client
-from ..source._dsn import DSN
-from ..source._lease import ReplicaLease, lease_name
-from ..source._session import SourceConnection
-from ..source._sql import quote_mysql_ident
+from ..source import DSN, ReplicaLease, SourceConnection, lease_name, quote_mysql_ident
 from ._clickhouse import ClickHouseSink
 from ._leader import Leader, NewTerm
 from ._load import InitialLoad

@@ -21,10 +21,10 @@ from .. import ddl as _ddl
 from .._checkpoint import Checkpoint
 from ..errors import MybinlogError
 from ..protocol._events import QueryEvent
-from ..source._session import SourceConnection
+from ..source import SourceConnection
 
 if TYPE_CHECKING:
-    from ..source._dsn import DSN
+    from ..source import DSN
     from ._leader import Leader
     from ._settings import ReplicaStatus
     from ._sink import Sink, SinkTable

@@ -17,8 +17,7 @@ from ..errors import MybinlogError, SourceConnectionError, TargetUnavailableErro
 from ._names import check_replica_name, replica_name
 
 if TYPE_CHECKING:
-    from ..source._dsn import DSN
-    from ..source._session import SourceConnection
+    from ..source import DSN, SourceConnection
 
 __all__ = ["StartupStopped", "check_replica_name", "connect_source", "replica_name", "retry_at_start"]
 
@@ -77,7 +76,7 @@ async def retry_at_start(
 async def connect_source(dsn: DSN, budget: float, stop: asyncio.Event) -> SourceConnection | None:
     """A query connection to the source, waited for within ``budget`` seconds (``source_retry_seconds``) as a
     reconnect is; None when ``stop`` was set while waiting."""
-    from ..source._session import SourceConnection
+    from ..source import SourceConnection
 
     try:
         return await retry_at_start(

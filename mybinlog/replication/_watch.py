@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 from ..errors import MybinlogError
 from ..protocol._gtid import GtidSet, parse_gtid_set
 from ..protocol._position import BinlogPosition
-from ..source._session import SourceConnection
+from ..source import SourceConnection
 
 if TYPE_CHECKING:
     from .._checkpoint import Checkpoint
-    from ..source._dsn import DSN
+    from ..source import DSN
 
 __all__ = ["BinlogCheck", "SourceBinlogs", "SourceWatch", "Watched", "assess_binlogs", "read_source_binlogs"]
 

@@ -27,9 +27,7 @@ from ..errors import BinlogPurgedError, ReplicationError, SourceConnectionError
 from ..protocol._events import RowsEvent
 from ..protocol._position import BinlogPosition, binlog_file_key
 from ..protocol._transaction import XaStatement
-from ..source import PreparedXa
-from ..source._dsn import DSN
-from ..source._stream import BinlogStream
+from ..source import DSN, BinlogStream, PreparedXa
 from ._batch import Entry
 
 if TYPE_CHECKING:

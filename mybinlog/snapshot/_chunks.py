@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigurationError
-from ..source._sql import quote_mysql_ident
+from ..source import quote_mysql_ident
 
 __all__ = [
     "DENSE_THRESHOLD",

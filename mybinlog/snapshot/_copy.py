@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..clickhouse import snapshot_version
 from ..protocol._position import BinlogPosition
-from ..source._dsn import DSN
+from ..source import DSN
 from ._chunks import Chunk, chunk_predicate
 from ._source import Watermark, connect_source, open_chunk_snapshot, stream_query
 

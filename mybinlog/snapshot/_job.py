@@ -40,8 +40,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 from .._text import duration
 from ..errors import ConfigurationError, MybinlogError, SnapshotError
 from ..protocol._position import BinlogPosition
-from ..source._dsn import DSN
-from ..source._sql import quote_mysql_ident
+from ..source import DSN, quote_mysql_ident
 from ._chunks import Chunk, TablePlan, balance
 from ._copy import ChunkResult, CopyJob, CopyTable, copy_partition, meta_columns, parse_spool_name
 from ._plan import choose_key, key_range_filter, plan_table
@@ -52,7 +51,7 @@ from ._state import ChunkStates, StateStore
 if TYPE_CHECKING:
     from ..clickhouse import Target
     from ..ddl import TableDef
-    from ..source._session import SourceConnection
+    from ..source import SourceConnection
 
 __all__ = [
     "SnapshotOptions",
@@ -565,7 +564,7 @@ class _Run:
             return
         from ..clickhouse import target_identity
         from ..errors import ReplicaLockedError
-        from ..source._lease import ReplicaLease, lease_name
+        from ..source import ReplicaLease, lease_name
 
         lease = ReplicaLease(
             self.dsn,

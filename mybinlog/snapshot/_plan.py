@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
-from ..source._sql import quote_mysql_ident
+from ..source import quote_mysql_ident
 from ._chunks import (
     INTEGER_TYPES,
     ORDERED_TYPES,
@@ -32,7 +32,7 @@ from ._chunks import (
 
 if TYPE_CHECKING:
     from ..ddl import TableDef
-    from ..source._session import SourceConnection
+    from ..source import SourceConnection
 
 __all__ = ["auto_chunk_rows", "choose_key", "key_range_filter", "plan_table"]
 

@@ -1,6 +1,6 @@
 """Reading the MySQL/MariaDB source for a snapshot: low watermarks, chunk reads, schemas.
 
-Connections are :class:`mybinlog.source._session.SourceConnection` (asyncmy underneath: its C row parser
+Connections are :class:`mybinlog.source.SourceConnection` (asyncmy underneath: its C row parser
 reads about four times faster than pymysql, which matters in the executors), with ``time_zone = '+00:00'`` so
 TIMESTAMP values arrive as UTC, exactly as the binlog carries them.
 
@@ -25,11 +25,10 @@ from ..clickhouse import binlog_file_number
 from ..errors import PreconditionError, SourceConnectionError, SourceError
 from ..protocol._gtid import parse_gtid_set
 from ..protocol._position import BinlogPosition
-from ..source._dsn import DSN
-from ..source._sql import quote_mysql_ident
+from ..source import DSN, quote_mysql_ident
 
 if TYPE_CHECKING:
-    from ..source._session import SourceConnection
+    from ..source import SourceConnection
 
 __all__ = [
     "Watermark",
@@ -67,7 +66,7 @@ class Watermark:
 
 
 async def connect_source(dsn: DSN) -> SourceConnection:
-    from ..source._session import SourceConnection
+    from ..source import SourceConnection
 
     return await SourceConnection.connect(dsn)
 

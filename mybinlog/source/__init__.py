@@ -9,8 +9,9 @@ the same decoder. ``_session`` runs the SQL a replica needs (table lists, SHOW C
 ``_lease`` is the replica lock, ``_xa`` finds the XA transactions prepared and not resolved at a position
 (:func:`prepared_at`, for every writer that starts a stream after a consistent read).
 
-Its modules are still reached one by one from above (``from ..source._dsn import DSN``); the names below are the
-start of its public list, imported on first use.
+The layers above use it through the names below only (``from ..source import DSN``, never
+``from ..source._dsn import DSN``), each imported on first use: ``import mybinlog`` and ``mybinlog dump --file``
+load the connection modules (asyncio, asyncmy) only when a name that lives there is used.
 
 Layer rules: may import :mod:`mybinlog.protocol` and :mod:`mybinlog.errors`; never the sharing, replication,
 snapshot or cli layers.
@@ -23,7 +24,25 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_names
 
 if TYPE_CHECKING:  # for type checkers only (`X as X`: exported); at run time the names below are lazy
-    from ._xa import PreparedXa as PreparedXa
-    from ._xa import prepared_at as prepared_at
+    from ._connection import BinlogConnection as BinlogConnection, ServerInfo as ServerInfo  # noqa: I001
+    from ._dsn import DSN as DSN, DSNKey as DSNKey, server_list as server_list
+    from ._files import iter_binlog_events as iter_binlog_events, read_binlog_file as read_binlog_file
+    from ._lease import ReplicaLease as ReplicaLease, lease_name as lease_name
+    from ._session import SourceConnection as SourceConnection, select_scope as select_scope
+    from ._sql import quote_mysql_ident as quote_mysql_ident, select_column as select_column
+    from ._stream import BinlogStream as BinlogStream
+    from ._xa import PreparedXa as PreparedXa, prepared_at as prepared_at
 
-__all__, __getattr__, __dir__ = lazy_names(__name__, {"._xa": ("PreparedXa", "prepared_at")})
+__all__, __getattr__, __dir__ = lazy_names(
+    __name__,
+    {
+        "._dsn": ("DSN", "DSNKey", "server_list"),
+        "._connection": ("BinlogConnection", "ServerInfo"),
+        "._stream": ("BinlogStream",),
+        "._files": ("iter_binlog_events", "read_binlog_file"),
+        "._session": ("SourceConnection", "select_scope"),
+        "._sql": ("quote_mysql_ident", "select_column"),
+        "._lease": ("ReplicaLease", "lease_name"),
+        "._xa": ("PreparedXa", "prepared_at"),
+    },
+)

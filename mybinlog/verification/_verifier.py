@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigurationError, MybinlogError
-from ..source._dsn import DSN
-from ..source._sql import quote_mysql_ident
+from ..source import DSN, quote_mysql_ident
 from ._canonical import Canon, fast_canonical
 from ._compare import Match, TableComparer, _sort_key, bucket_count
 from ._replica import _describe_replica, _engine_mode, _from_clause, _qi, _replica_tables, _ReplicaTable
@@ -23,7 +22,7 @@ from ._report import RowDifference, TableResult, VerifyReport
 if TYPE_CHECKING:
     from ..clickhouse import Capabilities, Target
     from ..ddl import ColumnDef, TableDef
-    from ..source._session import SourceConnection
+    from ..source import SourceConnection
 
 __all__ = ["DEFAULT_MAX_DIFFERENCES", "DEFAULT_PAGE_ROWS", "verify"]
 
@@ -438,8 +437,7 @@ async def _verify_database(
 
 
 async def _connect_source(dsn: DSN) -> SourceConnection:
-    from ..source._connection import BinlogConnection
-    from ..source._session import SourceConnection
+    from ..source import BinlogConnection, SourceConnection
 
     conn = await BinlogConnection.connect(dsn, heartbeat_period=0, check_preconditions=False)
     source = SourceConnection(conn)

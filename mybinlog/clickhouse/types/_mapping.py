@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ...errors import TypeMappingError
-from ...source._sql import select_column
+from ...source import select_column
 
 if TYPE_CHECKING:
     from ...ddl import ColumnDef
