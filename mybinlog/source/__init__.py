@@ -13,8 +13,8 @@ The layers above use it through the names below only (``from ..source import DSN
 ``from ..source._dsn import DSN``), each imported on first use: ``import mybinlog`` and ``mybinlog dump --file``
 load the connection modules (asyncio, asyncmy) only when a name that lives there is used.
 
-Layer rules: may import :mod:`mybinlog.protocol` and :mod:`mybinlog.errors`; never the sharing, replication,
-snapshot or cli layers.
+Layer rules: may import :mod:`mybinlog.protocol`, :mod:`mybinlog.errors` and ``mybinlog._lazy`` (the table below);
+never the sharing, replication, snapshot or cli layers.
 """
 
 from __future__ import annotations
