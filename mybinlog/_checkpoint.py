@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ReplicationError
-from .protocol._position import BinlogPosition, position_from, position_json
+from .protocol import BinlogPosition, position_from, position_json
 
 __all__ = ["Checkpoint", "checkpoint_from", "checkpoint_json", "make_seq", "next_seq", "seq_epoch"]
 

@@ -16,8 +16,7 @@ from typing import TextIO
 
 import asyncmy
 
-from ..protocol._events import RowsEvent
-from ..protocol._format import event_to_json, event_to_text
+from ..protocol import RowsEvent, event_to_json, event_to_text
 from ..source import BinlogStream
 
 __all__ = ["run_demo", "run_stream_demo"]

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._checkpoint import Checkpoint, make_seq, next_seq, seq_epoch
 from ..errors import ReplicationError, TargetError
-from ..protocol._position import position_from, position_json
+from ..protocol import position_from, position_json
 from ._tsv import quote_ident, quote_string
 from ._tsv import tsv_escape as _tsv
 

@@ -30,14 +30,14 @@ from urllib.parse import parse_qsl
 from .._checkpoint import Checkpoint, checkpoint_from, checkpoint_json
 from ..ddl import render_create_table
 from ..errors import ConfigurationError, TargetError
-from ..protocol._constants import MISSING
+from ..protocol import MISSING
 from ..replication import RowChange, Transaction, TransactionalSink
 from ._envelope import Message, SourceInfo, TableEncoder, schema_change, topic_name
 from ._producer import KafkaProducer, KafkaSettings
 
 if TYPE_CHECKING:
     from ..ddl import TableDef
-    from ..protocol._position import BinlogPosition
+    from ..protocol import BinlogPosition
 
 __all__ = ["KafkaSink", "KafkaTarget", "parse_kafka_url"]
 

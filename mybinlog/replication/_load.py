@@ -24,7 +24,7 @@ from .. import _failpoints
 from .. import ddl as _ddl
 from .._checkpoint import Checkpoint, make_seq
 from ..errors import ConfigurationError, MybinlogError, ReplicationError
-from ..protocol._position import BinlogPosition
+from ..protocol import BinlogPosition
 from ..source import DSN, SourceConnection, prepared_at, quote_mysql_ident, select_scope
 from ._observe import _LoadProgress
 

@@ -35,9 +35,18 @@ from ..errors import (
     TargetUnavailableError,
     TransactionInterruptedError,
 )
-from ..protocol._events import Event, GtidEvent, MariadbGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent
-from ..protocol._position import BinlogPosition
-from ..protocol._transaction import XaStatement, Xid, parse_xa_statement
+from ..protocol import (
+    BinlogPosition,
+    Event,
+    GtidEvent,
+    MariadbGtidEvent,
+    QueryEvent,
+    RowsEvent,
+    XaPrepareEvent,
+    XaStatement,
+    Xid,
+    parse_xa_statement,
+)
 from ..sharing import Binlog, BinlogClient, get_binlog_client
 from ..source import DSN, ReplicaLease, SourceConnection, lease_name, quote_mysql_ident
 from ._clickhouse import ClickHouseSink

@@ -20,7 +20,7 @@ from .. import _failpoints
 from .. import ddl as _ddl
 from .._checkpoint import Checkpoint
 from ..errors import MybinlogError
-from ..protocol._events import QueryEvent
+from ..protocol import QueryEvent
 from ..source import SourceConnection
 
 if TYPE_CHECKING:

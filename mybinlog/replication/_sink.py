@@ -54,8 +54,7 @@ if TYPE_CHECKING:
 
     from .._checkpoint import Checkpoint
     from ..ddl import TableDef
-    from ..protocol._events import RowsEvent
-    from ..protocol._position import BinlogPosition
+    from ..protocol import BinlogPosition, RowsEvent
 
 __all__ = ["Guard", "Sink", "SinkTable"]
 

@@ -21,8 +21,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._checkpoint import Checkpoint, make_seq
-from ..protocol._events import DeleteRowsEvent, PartialUpdateRowsEvent, RowsEvent, UpdateRowsEvent, WriteRowsEvent
-from ..protocol._position import BinlogPosition
+from ..protocol import (
+    BinlogPosition,
+    DeleteRowsEvent,
+    PartialUpdateRowsEvent,
+    RowsEvent,
+    UpdateRowsEvent,
+    WriteRowsEvent,
+)
 from ._batch import whole_json_documents
 
 if TYPE_CHECKING:

@@ -30,8 +30,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..errors import MybinlogError
-from ..protocol._gtid import GtidSet, parse_gtid_set
-from ..protocol._position import BinlogPosition
+from ..protocol import BinlogPosition, GtidSet, parse_gtid_set
 from ..source import SourceConnection
 
 if TYPE_CHECKING:

@@ -24,9 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BinlogPurgedError, ReplicationError, SourceConnectionError
-from ..protocol._events import RowsEvent
-from ..protocol._position import BinlogPosition, binlog_file_key
-from ..protocol._transaction import XaStatement
+from ..protocol import BinlogPosition, RowsEvent, XaStatement, binlog_file_key
 from ..source import DSN, BinlogStream, PreparedXa
 from ._batch import Entry
 

@@ -18,9 +18,7 @@ from types import TracebackType
 from typing import Any, Final
 
 from ..errors import ConfigurationError
-from ..protocol._events import RowsEvent
-from ..protocol._gtid import GtidSet, parse_gtid_set
-from ..protocol._position import BinlogPosition
+from ..protocol import BinlogPosition, GtidSet, RowsEvent, parse_gtid_set
 from ..source import DSN, BinlogStream, DSNKey
 from ._consumer import Binlog
 from ._dispatcher import BinlogEventsDispatcher

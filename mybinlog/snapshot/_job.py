@@ -39,7 +39,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from .._text import duration
 from ..errors import ConfigurationError, MybinlogError, SnapshotError
-from ..protocol._position import BinlogPosition
+from ..protocol import BinlogPosition
 from ..source import DSN, quote_mysql_ident
 from ._chunks import Chunk, TablePlan, balance
 from ._copy import ChunkResult, CopyJob, CopyTable, copy_partition, meta_columns, parse_spool_name

@@ -18,12 +18,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Self
 
 from ..errors import ReplicationError
-from ..protocol._events import RowsEvent
-from ..protocol._position import BinlogPosition, binlog_file_key, position_from, position_json
+from ..protocol import BinlogPosition, RowsEvent, binlog_file_key, position_from, position_json
 from ._stream import BinlogStream
 
 if TYPE_CHECKING:
-    from ..protocol._transaction import Transaction
+    from ..protocol import Transaction
     from ._dsn import DSN
     from ._session import SourceConnection
 
