@@ -226,10 +226,9 @@ def test_the_layers_are_an_order() -> None:
     assert not cycles, f"packages that may import each other: {cycles}"
 
 
-# Packages whose private modules other packages still import one by one (``from ..protocol._events import
-# RowsEvent``), each with why. Every other package is used from outside through the names its ``__init__`` exports.
-PRIVATE_MODULES_REACHED: dict[str, str] = {}
-# Single imports of another package's private module left, each with why; an entry that no longer exists fails.
+# Every package is used from outside through the names its ``__init__`` exports (``from ..protocol import
+# RowsEvent``, never ``from ..protocol._events import RowsEvent``). The imports of another package's private module
+# left, each with why; an entry that no longer exists fails.
 KNOWN_PRIVATE_IMPORTS: dict[tuple[str, str], str] = {
     ("mybinlog.snapshot.job", "mybinlog.cli._snapshot"): "the spark-submit script is the snapshot command's own "
     "entry point; exporting it from mybinlog.cli would import the snapshot command at every `mybinlog dump`",
@@ -251,22 +250,16 @@ def test_no_package_imports_another_packages_private_module() -> None:
     edges = _edges()
     for arrow, why in KNOWN_PRIVATE_IMPORTS.items():
         assert arrow in edges, f"{arrow} ({why}) no longer exists: remove it from KNOWN_PRIVATE_IMPORTS"
-    reached = set()
     problems = []
     for (module, name), kinds in sorted(edges.items()):
         owner = _private_package(name)
         if owner is None or owner == _layer(module) or (module, name) in KNOWN_PRIVATE_IMPORTS:
-            continue
-        if owner in PRIVATE_MODULES_REACHED:
-            reached.add(owner)
             continue
         problems.append(
             f"{module} imports {name} ({', '.join(sorted(kinds))}): import its names from mybinlog.{owner} "
             f"(export them in mybinlog/{owner}/__init__.py)"
         )
     assert not problems, "imports of another package's private module:\n" + "\n".join(problems)
-    gone = set(PRIVATE_MODULES_REACHED) - reached
-    assert not gone, f"no package imports a private module of {sorted(gone)} any more: remove it from the list"
 
 
 # Type-checking imports that close a circle and are left for now, each with why. Only these exact arrows are left
