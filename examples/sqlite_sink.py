@@ -24,9 +24,16 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from mybinlog.clickhouse import Checkpoint, checkpoint_from, checkpoint_json
 from mybinlog.ddl import TableDef
-from mybinlog.replication import Replicator, RowChange, Transaction, TransactionalSink
+from mybinlog.replication import (
+    Checkpoint,
+    Replicator,
+    RowChange,
+    Transaction,
+    TransactionalSink,
+    checkpoint_from,
+    checkpoint_json,
+)
 
 
 def to_json(value: Any) -> Any:

@@ -46,21 +46,33 @@ from .errors import (
     TypeMappingError,
     UnknownEventError,
 )
-from .protocol._accel import implementation
-from .protocol._constants import MISSING, ColumnType, EventType
-from .protocol._decoder import EventDecoder
-from .protocol._events import (
+from .protocol import (
+    MISSING,
     AnnotateRowsEvent,
     BinlogCheckpointEvent,
+    BinlogPosition,
+    ColumnInfo,
+    ColumnType,
     DeleteRowsEvent,
     Event,
+    EventDecoder,
+    EventType,
     FormatDescriptionEvent,
+    Gtid,
     GtidEvent,
+    GtidSet,
     HeartbeatEvent,
     IncidentEvent,
     IntvarEvent,
+    JsonDiff,
+    JsonDiffs,
+    JsonOpaque,
+    MariaDBGtid,
     MariadbGtidEvent,
     MariadbGtidListEvent,
+    MariaDBGtidSet,
+    MySQLGtid,
+    MySQLGtidSet,
     OtherEvent,
     PartialUpdateRowsEvent,
     PreviousGtidsEvent,
@@ -70,6 +82,7 @@ from .protocol._events import (
     RowsEvent,
     RowsQueryEvent,
     StopEvent,
+    TableMap,
     TableMapEvent,
     TransactionPayloadEvent,
     UpdateRowsEvent,
@@ -77,26 +90,16 @@ from .protocol._events import (
     WriteRowsEvent,
     XaPrepareEvent,
     XidEvent,
-)
-from .protocol._gtid import (
-    Gtid,
-    GtidSet,
-    MariaDBGtid,
-    MariaDBGtidSet,
-    MySQLGtid,
-    MySQLGtidSet,
+    apply_json_diffs,
     can_attach,
+    implementation,
     is_new,
     parse_gtid_set,
 )
-from .protocol._jsonb import JsonDiff, JsonDiffs, JsonOpaque, apply_json_diffs
-from .protocol._position import BinlogPosition
-from .protocol._table import ColumnInfo, TableMap
-from .source._dsn import DSN
-from .source._files import iter_binlog_events, read_binlog_file
+from .source import DSN, iter_binlog_events, read_binlog_file
 
 if _typing.TYPE_CHECKING:  # for type checkers only (`X as X`: exported); at run time the names below are lazy
-    from .protocol._transaction import (  # noqa: I001 (one import per module)
+    from .protocol import (  # noqa: I001 (one import per module)
         Transaction as Transaction,
         XaStatement as XaStatement,
         Xid as Xid,
@@ -113,8 +116,8 @@ if _typing.TYPE_CHECKING:  # for type checkers only (`X as X`: exported); at run
         get_binlog_client as get_binlog_client,
         get_binlog_client_factory as get_binlog_client_factory,
     )
-    from .source._connection import ServerInfo as ServerInfo
-    from .source._stream import BinlogStream as BinlogStream
+    from .source import ServerInfo as ServerInfo
+    from .source import BinlogStream as BinlogStream
     from .status import (
         MetricsCollector as MetricsCollector,
         StatusServer as StatusServer,
@@ -128,8 +131,7 @@ if _typing.TYPE_CHECKING:  # for type checkers only (`X as X`: exported); at run
 _LAZY, __getattr__, __dir__ = _lazy_names(
     __name__,
     {
-        ".source._stream": ("BinlogStream",),
-        ".source._connection": ("ServerInfo",),
+        ".source": ("BinlogStream", "ServerInfo"),
         ".sharing": (
             "get_binlog_client",
             "get_binlog_client_factory",
@@ -142,7 +144,7 @@ _LAZY, __getattr__, __dir__ = _lazy_names(
             "BinlogStatus",
         ),
         ".status": ("StatusServer", "serve_status", "read_status", "status_document", "MetricsCollector"),
-        ".protocol._transaction": ("Transaction", "XaStatement", "Xid", "parse_xa_statement"),
+        ".protocol": ("Transaction", "XaStatement", "Xid", "parse_xa_statement"),
     },
 )
 

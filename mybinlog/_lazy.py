@@ -15,6 +15,7 @@ Layer: imports nothing of mybinlog.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -27,13 +28,17 @@ def lazy_names(
 ) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
     """(the names, the module ``__getattr__``, the module ``__dir__``) of ``package``, whose names in ``where``
     (module, relative to ``package`` -> the names it defines) are imported when first used."""
-    modules = {name: module for module, names in where.items() for name in names}
+    # absolute module names, resolved once: a module already imported is taken from sys.modules without a call
+    # into importlib (`import mybinlog` resolves some sixty names of mybinlog.protocol this way)
+    resolved = {module: importlib.util.resolve_name(module, package) for module in where}
+    modules = {name: resolved[module] for module, names in where.items() for name in names}
 
     def __getattr__(name: str) -> Any:
         module = modules.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module, package), name)
+        loaded = sys.modules.get(module)
+        value = getattr(loaded if loaded is not None else importlib.import_module(module), name)
         setattr(sys.modules[package], name, value)  # the next lookup does not come here
         return value
 

@@ -18,7 +18,7 @@ a fallback and never conflicts. A password in a URL works but logs one WARNING (
 to keep it off the command line. A password file holds the password alone; one trailing newline (``\\n`` or
 ``\\r\\n``) is ignored, so ``echo pw > file`` works. Errors name the file, never its content.
 
-The module is self-contained (standard library, :class:`~mybinlog.source._dsn.DSN` and the exception tree), so the
+The module is self-contained (standard library, :class:`~mybinlog.source.DSN` and the exception tree), so the
 command modules can import it without start-up cost. See docs/transport.md, "Passwords: keeping them off the
 command line".
 """
@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 from ..errors import ConfigurationError
-from ..replication._names import check_replica_name
+from ..replication import check_replica_name
 from ..source import DSN
 
 __all__ = [
@@ -245,9 +245,9 @@ def combine_source_dsns(texts: Sequence[str], *, option: str = "--source") -> DS
 
 def server_list(text: str) -> list[tuple[str, int]]:
     """``db2:3306`` or ``db2,db3:3307`` or ``[::1]:3307`` -> [(host, port), ...] (port 3306 when left out)."""
-    from ..source._dsn import _host_port, _split_hosts
+    from ..source import server_list as parse
 
-    return [_host_port(item) for item in _split_hosts(text.strip())]
+    return parse(text)
 
 
 def _show_server(server: tuple[str, int]) -> str:

@@ -76,7 +76,7 @@ from ..errors import ConfigurationError
 from ..replication import ReplicationSettings
 from ..sharing import DEFAULT_MAX_BYTES_IN_BINLOG_DISPATCHER_BUFFER
 from ..source import DSN
-from ..status._address import _status_address
+from ..status import parse_status_address
 from ._common import (
     combine_source_dsns,
     read_password_file,
@@ -280,7 +280,7 @@ class _Parser:
         address = self.string(status, "address", "[status]", 'address = "unix:/run/mybinlog/status.sock"')
         if address is not None:
             try:
-                _status_address(address)
+                parse_status_address(address)
             except ConfigurationError as exc:
                 raise self.error("[status] address", str(exc)) from None
         interval = self.number(status, "log_interval", "[status]", float)

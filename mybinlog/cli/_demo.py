@@ -16,9 +16,8 @@ from typing import TextIO
 
 import asyncmy
 
-from ..protocol._events import RowsEvent
-from ..protocol._format import event_to_json, event_to_text
-from ..source._stream import BinlogStream
+from ..protocol import RowsEvent, event_to_json, event_to_text
+from ..source import BinlogStream
 
 __all__ = ["run_demo", "run_stream_demo"]
 
@@ -69,7 +68,7 @@ async def _writer(kwargs: dict[str, object], transactions: int, seed: int) -> st
 
 
 async def run_stream_demo(transactions: int, fmt: str, out: TextIO) -> None:
-    from ..testing._mariadb import MariaDBServer
+    from ..testing import MariaDBServer
 
     render = event_to_json if fmt == "jsonl" else event_to_text
     with tempfile.TemporaryDirectory(prefix="mybinlog-demo-") as tmp:
@@ -195,7 +194,7 @@ async def run_demo(rows: int, seconds: float, target_dir: str | None, out: TextI
     from ..clickhouse import open_target
     from ..replication import ReplicationSettings, Replicator
     from ..snapshot import SnapshotOptions, run_snapshot
-    from ..testing._mariadb import MariaDBServer
+    from ..testing import MariaDBServer
     from ..verification import verify
 
     def say(text: str) -> None:

@@ -13,9 +13,8 @@ from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any, TextIO
 
 from ..errors import MybinlogError
-from ..protocol._events import Event
-from ..protocol._format import event_to_json, event_to_text, events_to_jsonl, events_to_jsonl_utf8
-from ..source._files import iter_binlog_events
+from ..protocol import Event, event_to_json, event_to_text, events_to_jsonl, events_to_jsonl_utf8
+from ..source import iter_binlog_events
 from ._common import ArgumentParser, add_source_arguments, exit_code, source_dsn
 
 __all__ = ["main"]
@@ -27,7 +26,7 @@ def _version() -> str:
     """``mybinlog 0.1.0 (compiled core (...))`` or ``mybinlog 0.1.0 (pure Python (why))``."""
     import mybinlog
 
-    from ..protocol._accel import describe
+    from ..protocol import describe
 
     return f"mybinlog {mybinlog.__version__} ({describe()})"
 
@@ -181,7 +180,7 @@ def _write_all(events: Iterable[Event], fmt: str, out: TextIO, limit: int | None
 
 
 async def _dump_server(args: argparse.Namespace, out: TextIO) -> int:
-    from ..source._stream import BinlogStream
+    from ..source import BinlogStream
 
     dsn = source_dsn(args, attr="dsn", option="--dsn")
     stream = BinlogStream(

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from ..errors import ConfigurationError, MybinlogError
-from ..replication._startup import StartupStopped, retry_at_start
+from ..replication import StartupStopped, retry_at_start
 from . import _common
 from ._common import ArgumentParser, add_source_arguments, add_target_arguments, source_dsn, target_url
 
@@ -184,7 +184,7 @@ async def _starting(
 
 async def _wait_for_sources(replicators: list[Any], stop: asyncio.Event) -> None:
     """Connect once to each source (its binlog settings checked), retrying within its ``source_retry_seconds``."""
-    from ..source._connection import BinlogConnection
+    from ..source import BinlogConnection
 
     budgets: dict[Any, float] = {}
     for r in replicators:
@@ -314,8 +314,7 @@ async def _replicate(args: argparse.Namespace) -> int:
 async def _replicas_of_flags(args: argparse.Namespace, stop: asyncio.Event) -> tuple[list[Any], list[Any]]:
     """The replicas of ``--source``/``--target``/``--database`` (one per database) and the one target."""
     from ..clickhouse import check_standby_target
-    from ..replication import ReplicationSettings, Replicator
-    from ..replication._names import replica_name
+    from ..replication import ReplicationSettings, Replicator, replica_name
 
     dsn = source_dsn(args)
     if not args.database:
@@ -522,7 +521,7 @@ async def _replicas_of_config(args: argparse.Namespace, stop: asyncio.Event) -> 
 
 
 def _status_dict(r: Any) -> dict[str, Any]:
-    from ..replication._observe import is_leader, observe_source
+    from ..replication import is_leader, observe_source
 
     observe_source(r)  # the server being read and the source failovers
     s = r.status

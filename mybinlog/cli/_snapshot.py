@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from ..errors import ConfigurationError, MybinlogError
-from ..snapshot._chunks import parse_key_range
 from ._common import (
     ArgumentParser,
     add_source_arguments,
@@ -112,7 +111,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, spark_submit: bool = False
 
 def options_from_args(args: argparse.Namespace) -> tuple[object, str | None]:
     """(SnapshotOptions, master) from parsed arguments."""
-    from ..snapshot._job import SnapshotOptions
+    from ..snapshot import SnapshotOptions, parse_key_range
 
     dsn = source_dsn(args)
     database = args.database or dsn.database
@@ -214,8 +213,7 @@ class _DriverStderr(io.TextIOBase):
 def run(args: argparse.Namespace, *, spark_submit: bool = False, err: TextIO | _DriverStderr | None = None) -> int:
     """Run the snapshot described by ``args``; returns the exit code (0 done, 1 error). Progress lines go to
     ``err`` (default stderr)."""
-    from ..snapshot._job import SnapshotOptions, SnapshotProgress, spark_session
-    from ..snapshot._run import run_snapshot
+    from ..snapshot import SnapshotOptions, SnapshotProgress, run_snapshot, spark_session
 
     err = err or sys.stderr
     options, master = options_from_args(args)

@@ -115,7 +115,7 @@ async def server_facts(dsn: DSN) -> dict[str, Any]:
 
     A fact the user may not read (a missing privilege) is reported as ``"unavailable: <reason>"``.
     """
-    from ..source._connection import BinlogConnection
+    from ..source import BinlogConnection
 
     conn = await BinlogConnection.connect(dsn, check_preconditions=False, heartbeat_period=0)
     try:

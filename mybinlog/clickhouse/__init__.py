@@ -11,7 +11,8 @@ names below only:
 * the table layout: :func:`create_table_sql`, :func:`alter_sql`, the meta columns (``_sign``, ``_version``,
   ``_is_deleted``) and the three :data:`ENGINES`;
 * row versions from binlog positions (:func:`transaction_version`, :func:`snapshot_version`);
-* checkpoints and leader epochs (:class:`Checkpoint`, :func:`load_checkpoint`, :func:`save_checkpoint`).
+* checkpoints and leader epochs in ClickHouse (:func:`load_checkpoint`, :func:`save_checkpoint`; the
+  :class:`Checkpoint` record itself is every sink's, ``mybinlog/_checkpoint.py``, re-exported here).
 
 The MySQL side (the DDL model, ``mybinlog.ddl``; queries and the replica lock, ``mybinlog.source``) is below it.
 
@@ -59,12 +60,13 @@ Each imports only modules above it in this table.
 ``types/``          the type mapping and the encoders (its own docstring)
 ``_tables``         the table layout: CREATE/ALTER from the ``mybinlog.ddl`` model, meta columns, engines
 ``_version``        row versions from binlog positions
-``_checkpoint``     checkpoint rows, their schemas table, leader epochs
+``_checkpoint``     checkpoint rows, their schemas table (the record: ``mybinlog/_checkpoint.py``)
 ==================  ============================================================================================
 
 Layer rules: imports :mod:`mybinlog.ddl` (the MySQL table model), :mod:`mybinlog.protocol` (positions, JSON
-rendering), :mod:`mybinlog.errors` and the standard library; aiochclient, aiohttp and chdb only inside the
-functions that open a target (``import mybinlog.clickhouse`` needs neither extra). It never talks to MySQL.
+rendering), ``mybinlog._checkpoint`` (the checkpoint record), :mod:`mybinlog.errors` and the standard library;
+aiochclient, aiohttp and chdb only inside the functions that open a target (``import mybinlog.clickhouse`` needs
+neither extra). It never talks to MySQL.
 """
 
 from __future__ import annotations
@@ -76,18 +78,18 @@ from .._lazy import lazy_names
 if TYPE_CHECKING:  # for type checkers only (`X as X`: exported); at run time the names below are lazy
     from ._capabilities import FEATURE_VERSIONS as FEATURE_VERSIONS, Capabilities as Capabilities  # noqa: I001
     from ._chdb import ChdbTarget as ChdbTarget
-    from ._checkpoint import (
-        DEFAULT_META_DATABASE as DEFAULT_META_DATABASE,
+    from .._checkpoint import (
         Checkpoint as Checkpoint,
         checkpoint_from as checkpoint_from,
         checkpoint_json as checkpoint_json,
+        make_seq as make_seq,
+        seq_epoch as seq_epoch,
+    )
+    from ._checkpoint import (
+        DEFAULT_META_DATABASE as DEFAULT_META_DATABASE,
         latest_seq as latest_seq,
         load_checkpoint as load_checkpoint,
-        make_seq as make_seq,
-        position_from as position_from,
-        position_json as position_json,
         save_checkpoint as save_checkpoint,
-        seq_epoch as seq_epoch,
     )
     from ._http import HttpTarget as HttpTarget
     from ._identity import check_standby_target as check_standby_target, target_identity as target_identity
@@ -128,19 +130,9 @@ __all__, __getattr__, __dir__ = lazy_names(
     {
         "._capabilities": ("FEATURE_VERSIONS", "Capabilities"),
         "._chdb": ("ChdbTarget",),
-        "._checkpoint": (
-            "DEFAULT_META_DATABASE",
-            "Checkpoint",
-            "checkpoint_from",
-            "checkpoint_json",
-            "latest_seq",
-            "load_checkpoint",
-            "make_seq",
-            "position_from",
-            "position_json",
-            "save_checkpoint",
-            "seq_epoch",
-        ),
+        # the record every sink keeps (mybinlog/_checkpoint.py), re-exported: what load_checkpoint returns
+        ".._checkpoint": ("Checkpoint", "checkpoint_from", "checkpoint_json", "make_seq", "seq_epoch"),
+        "._checkpoint": ("DEFAULT_META_DATABASE", "latest_seq", "load_checkpoint", "save_checkpoint"),
         "._http": ("HttpTarget",),
         "._identity": ("check_standby_target", "target_identity"),
         "._open": ("open_target",),

@@ -1,5 +1,8 @@
 """Replication checkpoints, stored in ClickHouse beside the data they cover.
 
+The :class:`~mybinlog._checkpoint.Checkpoint` record and its leader epochs are every sink's
+(``mybinlog/_checkpoint.py``); this module is how ClickHouse stores it: the tables, their SQL, the row.
+
 A checkpoint says: every transaction up to ``position`` is in the replica, and the replicated tables had these
 schemas at that point. It is written only after the data it covers has been inserted (and after every DDL), as one
 single-row insert (atomic in ClickHouse) into ``<meta_database>.checkpoints``, a ReplacingMergeTree keyed by replica
@@ -38,146 +41,23 @@ from __future__ import annotations
 import hashlib
 import json
 import weakref
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._checkpoint import Checkpoint, make_seq, next_seq, seq_epoch
 from ..errors import ReplicationError, TargetError
-from ..protocol._gtid import parse_gtid_set
-from ..protocol._position import BinlogPosition
+from ..protocol import position_from, position_json
 from ._tsv import quote_ident, quote_string
 from ._tsv import tsv_escape as _tsv
 
 if TYPE_CHECKING:
     from ._target import Target
 
-__all__ = [
-    "DEFAULT_META_DATABASE",
-    "Checkpoint",
-    "checkpoint_from",
-    "checkpoint_json",
-    "latest_seq",
-    "load_checkpoint",
-    "make_seq",
-    "next_seq",
-    "save_checkpoint",
-    "seq_epoch",
-]
+__all__ = ["DEFAULT_META_DATABASE", "latest_seq", "load_checkpoint", "save_checkpoint"]
 
 DEFAULT_META_DATABASE = "mybinlog_meta"
 _TABLE = "checkpoints"
 _SCHEMAS = "checkpoint_schemas"
 INLINE_TABLES = 16  # up to this many tables, their schemas are written inline in every checkpoint row
-_EPOCH_SHIFT = 32
-_COUNTER_MASK = (1 << _EPOCH_SHIFT) - 1
-_MAX_EPOCH = (1 << (64 - _EPOCH_SHIFT)) - 1  # seq is a UInt64
-
-
-def make_seq(epoch: int, counter: int) -> int:
-    """The ``seq`` of the ``counter``-th save in leader epoch ``epoch`` (the module docstring)."""
-    if not 0 <= epoch <= _MAX_EPOCH or not 0 <= counter <= _COUNTER_MASK:
-        raise ValueError(f"epoch {epoch} / counter {counter} out of range")
-    return epoch << _EPOCH_SHIFT | counter
-
-
-def seq_epoch(seq: int) -> int:
-    """The leader epoch a checkpoint row's ``seq`` belongs to (0: saved before epochs existed)."""
-    return seq >> _EPOCH_SHIFT
-
-
-def next_seq(seq: int) -> int:
-    """The ``seq`` of the next save in the same epoch."""
-    if seq & _COUNTER_MASK == _COUNTER_MASK:
-        raise ReplicationError(
-            f"checkpoint counter of epoch {seq_epoch(seq)} exhausted ({_COUNTER_MASK} saves); restart the replica "
-            "(a new epoch starts the counter again)"
-        )
-    return seq + 1
-
-
-@dataclass
-class Checkpoint:
-    """Where a replica stands; see the module docstring."""
-
-    replica: str
-    position: BinlogPosition
-    tables: dict[str, str] = field(default_factory=dict)  # MySQL table name -> CREATE TABLE text at `position`
-    source: str = ""  # the source DSN without password
-    pending: BinlogPosition | None = None  # end of a batch being inserted (None: nothing in flight)
-    stopped: dict[str, str] = field(default_factory=dict)  # table -> why its replication stopped
-    seq: int = 0  # epoch << 32 | counter (the module docstring); 0: never saved, the next save claims an epoch
-    loading: list[str] | None = None  # an unfinished initial load: the tables it may have written
-    version_base: int = 0  # added to binlog file numbers in row versions (changes on a failover)
-    written: list[str] = field(default_factory=list)  # tables whose insert of the pending batch returned
-    # the prepared XA transactions passed at `position` and not resolved yet: XID -> where to read them again (_xa.py)
-    xa: dict[str, Any] = field(default_factory=dict)
-    # the schemas last known stored in checkpoint_schemas: (meta database, a copy of `tables`, their ref)
-    _schemas_saved: tuple[str, dict[str, str], str] | None = field(default=None, init=False, repr=False, compare=False)
-
-    @property
-    def epoch(self) -> int:
-        """The leader epoch of the process that saved (or will save) this checkpoint."""
-        return seq_epoch(self.seq)
-
-
-def checkpoint_json(cp: Checkpoint) -> dict[str, Any]:
-    """A checkpoint as a JSON-able dict (every field; :func:`checkpoint_from` reads it back): what a sink that keeps
-    its checkpoint elsewhere than in ClickHouse stores."""
-    return {
-        "replica": cp.replica,
-        "position": position_json(cp.position),
-        "tables": dict(cp.tables),
-        "source": cp.source,
-        "pending": position_json(cp.pending),
-        "stopped": dict(cp.stopped),
-        "seq": cp.seq,
-        "loading": None if cp.loading is None else list(cp.loading),
-        "version_base": cp.version_base,
-        "written": list(cp.written),
-        "xa": dict(cp.xa),
-    }
-
-
-def checkpoint_from(obj: dict[str, Any]) -> Checkpoint:
-    """The checkpoint :func:`checkpoint_json` made."""
-    position = position_from(obj["position"])
-    assert position is not None
-    return Checkpoint(
-        obj["replica"],
-        position,
-        dict(obj.get("tables") or {}),
-        source=obj.get("source", ""),
-        pending=position_from(obj.get("pending")),
-        stopped=dict(obj.get("stopped") or {}),
-        seq=int(obj.get("seq", 0)),
-        loading=None if obj.get("loading") is None else list(obj["loading"]),
-        version_base=int(obj.get("version_base", 0)),
-        written=list(obj.get("written") or []),
-        xa=dict(obj.get("xa") or {}),
-    )
-
-
-def position_json(pos: BinlogPosition | None) -> dict[str, Any] | None:
-    if pos is None:
-        return None
-    return {
-        "file": pos.file,
-        "offset": pos.offset,
-        "gtid_set": None if pos.gtid_set is None else str(pos.gtid_set),
-        "flavor": None if pos.gtid_set is None else pos.gtid_set.flavor,
-        "timestamp": pos.timestamp,
-        "server_id": pos.server_id,
-    }
-
-
-def position_from(obj: dict[str, Any] | None) -> BinlogPosition | None:
-    if obj is None:
-        return None
-    gtids = obj.get("gtid_set")
-    gtid_set = parse_gtid_set(gtids, obj.get("flavor")) if gtids is not None else None
-    return BinlogPosition(
-        obj["file"], int(obj["offset"]), gtid_set, int(obj.get("timestamp", 0)), int(obj.get("server_id", 0))
-    )
-
 
 # per target: the meta databases whose checkpoints table is known to exist, so that saving a checkpoint is one
 # insert and no DDL

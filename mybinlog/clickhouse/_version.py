@@ -30,7 +30,7 @@ import re
 from typing import Final
 
 from ..errors import ConfigurationError
-from ..protocol._position import BinlogPosition
+from ..protocol import BinlogPosition
 
 __all__ = ["binlog_file_number", "snapshot_version", "transaction_version", "version_file", "version_position"]
 

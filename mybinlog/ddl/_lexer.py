@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import DdlParseError
-from ..source._sql import quote_mysql_ident as quote_identifier  # the IO-free module (test_replication_layout)
+from ..source import quote_mysql_ident as quote_identifier
 
 __all__ = [
     "SQL_MODE_ANSI_QUOTES",

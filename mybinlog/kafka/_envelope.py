@@ -38,8 +38,7 @@ from decimal import Decimal
 from typing import Any, Literal, NamedTuple, Protocol
 
 from ..errors import ConfigurationError
-from ..protocol._constants import MISSING
-from ..protocol._jsonb import render_json_mysql_text
+from ..protocol import MISSING, render_json_mysql_text
 
 __all__ = [
     "ColumnLike",

@@ -2,7 +2,7 @@
 
 :class:`KafkaSink` is a :class:`~mybinlog.replication.TransactionalSink`: each batch of the replicator is one Kafka
 transaction holding the Debezium messages of its row changes (one topic per table, :func:`~._envelope.topic_name`)
-and the replica's checkpoint (the whole :func:`~mybinlog.clickhouse.checkpoint_json`, so that the tables' definitions
+and the replica's checkpoint (the whole :func:`~mybinlog.replication.checkpoint_json`, so that the tables' definitions
 and stopped tables survive a restart) on the position topic, committed together by :class:`~._producer.KafkaProducer`
 (which also fences a former producer of the replica). A crash before the commit leaves none of the batch visible to a
 ``read_committed`` consumer and the previous checkpoint; the replicator reads the batch again.
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import parse_qsl
 
-from ..clickhouse import Checkpoint, checkpoint_from, checkpoint_json
+from .._checkpoint import Checkpoint, checkpoint_from, checkpoint_json
 from ..ddl import render_create_table
 from ..errors import ConfigurationError, TargetError
 from ..replication import RowChange, Transaction, TransactionalSink
@@ -40,7 +40,7 @@ from ._producer import KafkaProducer, KafkaSettings
 
 if TYPE_CHECKING:
     from ..ddl import TableDef
-    from ..protocol._position import BinlogPosition
+    from ..protocol import BinlogPosition
 
 __all__ = ["KafkaSink", "KafkaTarget", "parse_kafka_url"]
 

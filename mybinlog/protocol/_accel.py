@@ -23,7 +23,7 @@ if os.environ.get("MYBINLOG_NO_EXTENSIONS", "").strip() not in ("", "0"):
     _why_not = "MYBINLOG_NO_EXTENSIONS is set"
 else:
     try:
-        from . import _speedups as speedups  # type: ignore[attr-defined, no-redef]
+        from . import _speedups as speedups  # type: ignore[no-redef]
     except ImportError as exc:  # not built (no C compiler at install time) or built for another Python
         _why_not = f"the extension is not installed ({exc})"
 
@@ -34,7 +34,7 @@ jsonl_speedups: ModuleType | None = None
 if os.environ.get("MYBINLOG_NO_EXTENSIONS", "").strip() in ("", "0"):
     # built without it (or an older build): the pure-Python renderer runs
     with contextlib.suppress(ImportError):
-        from . import _jsonl_speedups as jsonl_speedups  # type: ignore[attr-defined, no-redef]
+        from . import _jsonl_speedups as jsonl_speedups  # type: ignore[no-redef]
 
 
 def implementation() -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ._constants import EventType
 from ._events import (
@@ -24,9 +25,9 @@ from ._events import (
     XaPrepareEvent,
     XidEvent,
 )
-from ._gtid import GtidSet
+from ._gtid import GtidSet, parse_gtid_set
 
-__all__ = ["PASSIVE_TYPES", "BinlogPosition", "PositionTracker"]
+__all__ = ["PASSIVE_TYPES", "BinlogPosition", "PositionTracker", "binlog_file_key", "position_from", "position_json"]
 
 logger = logging.getLogger("mybinlog.stream")
 
@@ -73,6 +74,39 @@ class BinlogPosition:
     def __str__(self) -> str:
         gtids = f" gtids [{self.gtid_set}]" if self.gtid_set is not None else ""
         return f"{self.file}:{self.offset}{gtids}"
+
+
+def binlog_file_key(name: str) -> tuple[int, str]:
+    """The order of a server's binlog file names (``mysql-bin.000010`` after ``mysql-bin.000009``): by the number
+    after the last dot, then by name."""
+    digits = name.rsplit(".", 1)[-1]
+    return (int(digits), name) if digits.isdigit() else (0, name)
+
+
+def position_json(pos: BinlogPosition | None) -> dict[str, Any] | None:
+    """A position as a JSON-able dict (every field; :func:`position_from` reads it back): the form checkpoints and
+    prepared XA transactions store positions in."""
+    if pos is None:
+        return None
+    return {
+        "file": pos.file,
+        "offset": pos.offset,
+        "gtid_set": None if pos.gtid_set is None else str(pos.gtid_set),
+        "flavor": None if pos.gtid_set is None else pos.gtid_set.flavor,
+        "timestamp": pos.timestamp,
+        "server_id": pos.server_id,
+    }
+
+
+def position_from(obj: dict[str, Any] | None) -> BinlogPosition | None:
+    """The position :func:`position_json` made."""
+    if obj is None:
+        return None
+    gtids = obj.get("gtid_set")
+    gtid_set = parse_gtid_set(gtids, obj.get("flavor")) if gtids is not None else None
+    return BinlogPosition(
+        obj["file"], int(obj["offset"]), gtid_set, int(obj.get("timestamp", 0)), int(obj.get("server_id", 0))
+    )
 
 
 def _statement_kind(query: str) -> str:

@@ -27,12 +27,20 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_names
 
 if TYPE_CHECKING:  # for type checkers only (`X as X`: exported); at run time the names below are lazy
-    from ._clickhouse import ClickHouseSink as ClickHouseSink  # noqa: I001 (one import per module)
+    from .._checkpoint import (  # noqa: I001 (one import per module)
+        Checkpoint as Checkpoint,
+        checkpoint_from as checkpoint_from,
+        checkpoint_json as checkpoint_json,
+    )
+    from ._clickhouse import ClickHouseSink as ClickHouseSink
     from ._leader import Leader as Leader
+    from ._names import check_replica_name as check_replica_name, replica_name as replica_name
+    from ._observe import is_leader as is_leader, observe_source as observe_source
     from ._replicator import Replicator as Replicator
     from ._settings import ReplicaStatus as ReplicaStatus, ReplicationSettings as ReplicationSettings
     from ._state import REPLICA_STATES as REPLICA_STATES, ReplicaState as ReplicaState
     from ._sink import Sink as Sink, SinkTable as SinkTable
+    from ._startup import StartupStopped as StartupStopped, retry_at_start as retry_at_start
     from ._transactional import (
         RowChange as RowChange,
         Transaction as Transaction,
@@ -45,12 +53,17 @@ if TYPE_CHECKING:  # for type checkers only (`X as X`: exported); at run time th
 __all__, __getattr__, __dir__ = lazy_names(
     __name__,
     {
+        # the record every sink keeps and its JSON form (mybinlog/_checkpoint.py): what a sink of one's own stores
+        ".._checkpoint": ("Checkpoint", "checkpoint_from", "checkpoint_json"),
         "._clickhouse": ("ClickHouseSink",),
         "._leader": ("Leader",),
+        "._names": ("check_replica_name", "replica_name"),
+        "._observe": ("is_leader", "observe_source"),
         "._replicator": ("Replicator",),
         "._settings": ("ReplicaStatus", "ReplicationSettings"),
         "._state": ("REPLICA_STATES", "ReplicaState"),
         "._sink": ("Sink", "SinkTable"),
+        "._startup": ("StartupStopped", "retry_at_start"),
         "._transactional": ("RowChange", "Transaction", "TransactionalSink"),
     },
 )

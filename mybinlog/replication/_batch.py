@@ -17,8 +17,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from ..protocol._events import DeleteRowsEvent, PartialUpdateRowsEvent, RowsEvent, UpdateRowsEvent, WriteRowsEvent
-from ..protocol._jsonb import JsonDiffs, apply_json_diffs
+from ..protocol import (
+    DeleteRowsEvent,
+    JsonDiffs,
+    PartialUpdateRowsEvent,
+    RowsEvent,
+    UpdateRowsEvent,
+    WriteRowsEvent,
+    apply_json_diffs,
+)
 
 
 class _Table(Protocol):

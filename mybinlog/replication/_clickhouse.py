@@ -47,13 +47,13 @@ from ..clickhouse import (
 )
 from ..clickhouse import types as _types
 from ..errors import ConfigurationError, ReplicationError, TargetError
-from ..protocol._position import BinlogPosition
+from ..protocol import BinlogPosition
 from ._batch import Change, Entry, add_transaction, rows_entry, table_payload
 from ._observe import count_batch
 from ._spill import Spill, entry_bytes, give_memory_back, write_spilled
 
 if TYPE_CHECKING:
-    from ..protocol._events import RowsEvent
+    from ..protocol import RowsEvent
     from ._settings import ReplicaStatus, ReplicationSettings
     from ._sink import Guard
 

@@ -13,8 +13,8 @@ from .. import _failpoints
 from ..errors import MybinlogError, ReplicaLockedError
 
 if TYPE_CHECKING:
-    from ..clickhouse import Checkpoint
-    from ..source._lease import ReplicaLease
+    from .._checkpoint import Checkpoint
+    from ..source import ReplicaLease
     from ._settings import ReplicaStatus
     from ._sink import Sink
 
@@ -101,7 +101,7 @@ class Leader:
     async def save(self, cp: Checkpoint) -> None:
         """Save a checkpoint in this leader's epoch, after confirming the lease (every checkpoint save goes through
         here)."""
-        from ..clickhouse import make_seq
+        from .._checkpoint import make_seq
 
         await self.confirm()
         if cp.epoch < self.epoch:
@@ -119,7 +119,7 @@ class Leader:
         ``newest`` is the replica's newest row. A later epoch than ours within our term means another process led
         meanwhile (it can only have come from a process that held the lock): stop.
         """
-        from ..clickhouse import make_seq
+        from .._checkpoint import make_seq
 
         lease = self.lease
         term = lease.term if lease is not None else 0

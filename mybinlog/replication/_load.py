@@ -22,12 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _failpoints
 from .. import ddl as _ddl
-from ..clickhouse import Checkpoint, make_seq
+from .._checkpoint import Checkpoint, make_seq
 from ..errors import ConfigurationError, MybinlogError, ReplicationError
-from ..protocol._position import BinlogPosition
-from ..source import DSN, SourceConnection, quote_mysql_ident, select_scope
+from ..protocol import BinlogPosition
+from ..source import DSN, SourceConnection, prepared_at, quote_mysql_ident, select_scope
 from ._observe import _LoadProgress
-from ._xa import prepared_at
 
 if TYPE_CHECKING:
     from ._settings import ReplicaStatus, ReplicationSettings

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._text import duration
 
 if TYPE_CHECKING:
-    from ..clickhouse import Checkpoint
+    from .._checkpoint import Checkpoint
     from ..sharing import Binlog
     from ._settings import ReplicaStatus
 

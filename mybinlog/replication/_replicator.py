@@ -23,7 +23,8 @@ from typing import Any, cast
 
 from anyio import EndOfStream
 
-from ..clickhouse import Checkpoint, Target
+from .._checkpoint import Checkpoint
+from ..clickhouse import Target
 from ..errors import (
     BinlogDetachedError,
     MybinlogError,
@@ -34,12 +35,20 @@ from ..errors import (
     TargetUnavailableError,
     TransactionInterruptedError,
 )
-from ..protocol._events import Event, GtidEvent, MariadbGtidEvent, QueryEvent, RowsEvent, XaPrepareEvent
-from ..protocol._position import BinlogPosition
-from ..protocol._transaction import XaStatement, Xid, parse_xa_statement
+from ..protocol import (
+    BinlogPosition,
+    Event,
+    GtidEvent,
+    MariadbGtidEvent,
+    QueryEvent,
+    RowsEvent,
+    XaPrepareEvent,
+    XaStatement,
+    Xid,
+    parse_xa_statement,
+)
 from ..sharing import Binlog, BinlogClient, get_binlog_client
-from ..source import DSN, SourceConnection, quote_mysql_ident
-from ..source._lease import ReplicaLease, lease_name
+from ..source import DSN, ReplicaLease, SourceConnection, lease_name, quote_mysql_ident
 from ._clickhouse import ClickHouseSink
 from ._leader import Leader, NewTerm
 from ._load import InitialLoad

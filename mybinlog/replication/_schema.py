@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _failpoints
 from .. import ddl as _ddl
-from ..clickhouse import Checkpoint
+from .._checkpoint import Checkpoint
 from ..errors import MybinlogError
-from ..protocol._events import QueryEvent
+from ..protocol import QueryEvent
 from ..source import SourceConnection
 
 if TYPE_CHECKING:

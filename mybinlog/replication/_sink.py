@@ -52,10 +52,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     import datetime as dt
 
-    from ..clickhouse import Checkpoint
+    from .._checkpoint import Checkpoint
     from ..ddl import TableDef
-    from ..protocol._events import RowsEvent
-    from ..protocol._position import BinlogPosition
+    from ..protocol import BinlogPosition, RowsEvent
 
 __all__ = ["Guard", "Sink", "SinkTable"]
 

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from .. import _failpoints
-from ..protocol._position import BinlogPosition
+from ..protocol import BinlogPosition
 from ._batch import Change, Entry, add_transaction, table_payload
 from ._observe import count_batch
 

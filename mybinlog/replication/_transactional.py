@@ -20,9 +20,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..clickhouse import Checkpoint, make_seq
-from ..protocol._events import DeleteRowsEvent, PartialUpdateRowsEvent, RowsEvent, UpdateRowsEvent, WriteRowsEvent
-from ..protocol._position import BinlogPosition
+from .._checkpoint import Checkpoint, make_seq
+from ..protocol import (
+    BinlogPosition,
+    DeleteRowsEvent,
+    PartialUpdateRowsEvent,
+    RowsEvent,
+    UpdateRowsEvent,
+    WriteRowsEvent,
+)
 from ._batch import whole_json_documents
 
 if TYPE_CHECKING:
@@ -119,7 +125,7 @@ class TransactionalSink:
         raise NotImplementedError
 
     async def read_checkpoint(self) -> Checkpoint | None:
-        """The checkpoint the last successful :meth:`write` stored (``mybinlog.clickhouse.checkpoint_from`` reads
+        """The checkpoint the last successful :meth:`write` stored (``mybinlog.replication.checkpoint_from`` reads
         what ``checkpoint_json`` made), or None."""
         raise NotImplementedError
 

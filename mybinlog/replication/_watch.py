@@ -30,12 +30,11 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Final, Protocol
 
 from ..errors import MybinlogError
-from ..protocol._gtid import GtidSet, parse_gtid_set
-from ..protocol._position import BinlogPosition
+from ..protocol import BinlogPosition, GtidSet, parse_gtid_set
 from ..source import SourceConnection
 
 if TYPE_CHECKING:
-    from ..clickhouse import Checkpoint
+    from .._checkpoint import Checkpoint
     from ..source import DSN
 
 __all__ = ["BinlogCheck", "SourceBinlogs", "SourceWatch", "Watched", "assess_binlogs", "read_source_binlogs"]

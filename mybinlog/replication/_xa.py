@@ -19,25 +19,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..clickhouse import position_from, position_json
 from ..errors import BinlogPurgedError, ReplicationError, SourceConnectionError
-from ..protocol._events import RowsEvent
-from ..protocol._position import BinlogPosition
-from ..protocol._transaction import XaStatement
-from ..source import DSN
-from ..source._stream import BinlogStream
+from ..protocol import BinlogPosition, RowsEvent, XaStatement, binlog_file_key
+from ..source import DSN, BinlogStream, PreparedXa
 from ._batch import Entry
 
 if TYPE_CHECKING:
-    from ..protocol._transaction import Transaction
-    from ..source import SourceConnection
     from ._sink import SinkTable
 
-__all__ = ["Held", "XaHold", "prepared_at", "read_prepared", "reached"]
+__all__ = ["Held", "XaHold", "read_prepared", "reached"]
 
 logger = logging.getLogger("mybinlog.replication")
 
@@ -45,32 +39,14 @@ _ROW_OVERHEAD = 64  # bytes counted per row image beyond its text (keys, tuples)
 
 
 @dataclass
-class Held:
-    """A prepared XA transaction waiting for its COMMIT or ROLLBACK.
-
-    ``before``: the boundary just before its prepared part (a stream started there reads that part first); ``end``:
-    the boundary after it. ``empty``: it changed nothing in the replica's scope (nothing to read again).
-    ``entries``: its rows in memory (None: read them again from the binlog at the COMMIT); ``size``: their bytes.
+class Held(PreparedXa):
+    """A prepared XA transaction waiting for its COMMIT or ROLLBACK (``before``, ``end``, ``empty``: as a checkpoint
+    keeps it, :class:`~mybinlog.source.PreparedXa`), with its rows when this process still holds them: ``entries``
+    (None: read them again from the binlog at the COMMIT); ``size``: their bytes.
     """
 
-    xid: str
-    gtid: str
-    before: BinlogPosition
-    end: BinlogPosition
-    empty: bool
     entries: list[Entry] | None = None
     size: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {"gtid": self.gtid, "before": position_json(self.before), "end": position_json(self.end),
-                "empty": self.empty}  # fmt: skip
-
-    @classmethod
-    def from_json(cls, xid: str, obj: dict[str, Any]) -> Held:
-        before, end = position_from(obj["before"]), position_from(obj["end"])
-        assert before is not None
-        assert end is not None
-        return cls(xid, str(obj.get("gtid") or ""), before, end, bool(obj.get("empty")))
 
 
 def _entries_size(entries: list[Entry]) -> int:
@@ -167,7 +143,7 @@ class XaHold:
                 not held.empty
                 and before.file
                 and before.server_id == position.server_id
-                and (_file_key(before.file), before.offset) < (_file_key(needed.file), needed.offset)
+                and (binlog_file_key(before.file), before.offset) < (binlog_file_key(needed.file), needed.offset)
             ):
                 needed = before
         return needed
@@ -233,98 +209,10 @@ def _is_prepare_of(xa: XaStatement | None, xid: str) -> bool:
     return xa is not None and xa.kind == "prepare" and str(xa.xid) == xid
 
 
-# -- prepared before a replica's start -------------------------------------------------------------------------------
-async def prepared_at(src: SourceConnection, position: BinlogPosition, database: str) -> dict[str, Held]:
-    """The XA transactions that were prepared and not resolved at ``position`` (where a replica's stream starts after
-    an initial load or a snapshot), as the stream would have held them had it passed their prepared parts: XID ->
-    :class:`Held` (file/offset positions of the server ``src`` is connected to), in the order they were prepared.
-
-    Their rows are invisible to the load's consistent snapshot and their prepared parts lie before ``position``,
-    so without this their XA COMMIT would find nothing to apply. Which XIDs: those ``XA RECOVER`` lists now, and those
-    the binlog after ``position`` resolves before preparing them (resolved between ``position`` and now), minus those
-    prepared after ``position`` (the stream reads those itself). Where: the binlog is read from ``position`` to its
-    end, then back from ``position`` one file at a time until each of them is found. A prepared part that is no longer
-    in the binlog is a :class:`ReplicationError` naming the XID and the fix.
-    """
-    listed = await src.xa_recover()
-    server_id = src.info.server_id
-    first_after: dict[str, str] = {}
-    async for txn, _before in _scan(src.dsn, position, None, server_id):
-        xa = txn.xa
-        if xa is not None and not xa.one_phase and xa.kind in ("prepare", "commit", "rollback"):
-            first_after.setdefault(str(xa.xid), xa.kind)
-    needed = {xid for xid, kind in first_after.items() if kind != "prepare"}
-    if listed is None:
-        logger.warning(
-            "user %r may not list the prepared XA transactions of %s (XA RECOVER; MySQL needs GRANT XA_RECOVER_ADMIN "
-            "ON *.* TO '%s'@'<host>'): an XA transaction prepared before %s and still prepared now would be missing "
-            "from the replica when it commits (docs/replication.md, \"XA transactions\")",
-            src.dsn.user, src.dsn.display, src.dsn.user, position,
-        )  # fmt: skip
-    else:
-        needed |= {str(xid) for xid in listed if str(xid) not in first_after}
-    if not needed:
-        return {}
-    files = await src.binlog_files()
-    found: dict[str, Held] = {}
-    start = files.index(position.file) if position.file in files else -1
-    for name in reversed(files[: start + 1]):
-        latest: dict[str, Held] = {}  # the last prepared part of each XID in this file
-        limit = position if name == position.file else None
-        async for txn, before in _scan(src.dsn, BinlogPosition(name, 4), limit, server_id, one_file=True):
-            xa = txn.xa
-            xid = str(xa.xid) if xa is not None else ""
-            if xa is not None and xa.kind == "prepare" and xid in needed and xid not in found:
-                empty = not any(isinstance(e, RowsEvent) and e.schema == database for e in txn.events)
-                end = replace(txn.position, gtid_set=None, timestamp=0, server_id=server_id)
-                latest[xid] = Held(xid, "" if txn.gtid is None else str(txn.gtid), before, end, empty)
-        found.update(latest)
-        if needed <= found.keys():
-            break
-    missing = sorted(needed - found.keys())
-    if missing:
-        raise ReplicationError(
-            f"the XA transaction(s) {', '.join(missing)} were prepared before {position}, where the replica's stream "
-            f"starts, and are not resolved yet, but their prepared parts are no longer in the binlog of "
-            f"{src.dsn.display} (oldest file {files[0] if files else 'none'}): their rows could not be applied at "
-            "their XA COMMIT. Commit or roll them back on the source (XA RECOVER lists them), or wait until they are "
-            "resolved, then run again (the load starts over)"
-        )
-    ordered = sorted(found.values(), key=lambda h: (_file_key(h.end.file), h.end.offset))
-    for held in ordered:
-        logger.info("XA transaction %s was prepared at %s before the replica's start at %s and is not resolved: "
-                    "held until its COMMIT or ROLLBACK", held.xid, held.before, position)  # fmt: skip
-    return {held.xid: held for held in ordered}
-
-
-async def _scan(
-    dsn: DSN, start: BinlogPosition, limit: BinlogPosition | None, server_id: int, *, one_file: bool = False
-) -> AsyncIterator[tuple[Transaction, BinlogPosition]]:
-    """The transactions of the binlog from ``start`` (by file and offset) to ``limit`` (included) or to its end now,
-    each with the boundary before it (``one_file``: those that end in ``start``'s file only)."""
-    stream = BinlogStream(dsn, binlog_file=start.file, position=start.offset, blocking=False, server_id=None,
-                          check_preconditions=False, require_full_row_image=False)  # fmt: skip
-    before = BinlogPosition(start.file, start.offset, None, 0, server_id)
-    async with stream:
-        async for txn in stream.transactions():
-            pos = txn.position
-            if limit is not None and (_file_key(pos.file), pos.offset) > (_file_key(limit.file), limit.offset):
-                return
-            if one_file and pos.file != start.file:
-                return
-            yield txn, before
-            before = replace(pos, gtid_set=None, timestamp=0, server_id=server_id)
-
-
 # -- positions -------------------------------------------------------------------------------------------------------
 def reached(pos: BinlogPosition, goal: BinlogPosition) -> bool:
     """Whether ``pos`` is at or after ``goal``: by GTID sets when both have one of the same flavour, else by file and
     offset."""
     if pos.gtid_set is not None and goal.gtid_set is not None and pos.gtid_set.flavor == goal.gtid_set.flavor:
         return bool(pos.gtid_set.contains(goal.gtid_set))  # type: ignore[arg-type]
-    return (_file_key(pos.file), pos.offset) >= (_file_key(goal.file), goal.offset)
-
-
-def _file_key(name: str) -> tuple[int, str]:
-    digits = name.rsplit(".", 1)[-1]
-    return (int(digits), name) if digits.isdigit() else (0, name)
+    return (binlog_file_key(pos.file), pos.offset) >= (binlog_file_key(goal.file), goal.offset)

@@ -18,11 +18,8 @@ from types import TracebackType
 from typing import Any, Final
 
 from ..errors import ConfigurationError
-from ..protocol._events import RowsEvent
-from ..protocol._gtid import GtidSet, parse_gtid_set
-from ..protocol._position import BinlogPosition
-from ..source._dsn import DSN, DSNKey
-from ..source._stream import BinlogStream
+from ..protocol import BinlogPosition, GtidSet, RowsEvent, parse_gtid_set
+from ..source import DSN, BinlogStream, DSNKey
 from ._consumer import Binlog
 from ._dispatcher import BinlogEventsDispatcher
 from ._items import SHARED_DECODE_MIN_BYTES, _Batch, _held, _Item, _private_copy

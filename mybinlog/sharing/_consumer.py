@@ -23,11 +23,7 @@ from anyio import EndOfStream, WouldBlock
 from anyio.abc import ObjectReceiveStream
 
 from ..errors import BinlogClosedError, BinlogDetachedError, BinlogStoppedError, ConfigurationError
-from ..protocol._accel import speedups
-from ..protocol._events import Event
-from ..protocol._gtid import GtidSet
-from ..protocol._position import BinlogPosition
-from ..protocol._transaction import Transaction, TransactionCollector
+from ..protocol import BinlogPosition, Event, GtidSet, Transaction, TransactionCollector, speedups
 from ._items import _NO_BATCH, _NOT_FORWARDED, _Item
 from ._queue import CLOSED, DETACHED, ENDED, FAILED, DispatcherView, _QueueState
 from ._rows import BinlogClientStatistics, BinlogStatus

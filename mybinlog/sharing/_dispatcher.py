@@ -18,9 +18,11 @@ from types import TracebackType
 from typing import Any
 
 from ..errors import DecodeError, MybinlogError
-from ..protocol._events import (
+from ..protocol import (
+    BinlogPosition,
     Event,
     GtidEvent,
+    GtidSet,
     MariadbGtidEvent,
     QueryEvent,
     RotateEvent,
@@ -28,9 +30,8 @@ from ..protocol._events import (
     TransactionPayloadEvent,
     XaPrepareEvent,
     XidEvent,
+    can_attach,
 )
-from ..protocol._gtid import GtidSet, can_attach
-from ..protocol._position import BinlogPosition
 from ._consumer import Binlog, ClientView
 from ._items import (
     _ERROR,

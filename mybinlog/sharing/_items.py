@@ -18,9 +18,11 @@ import operator
 from collections.abc import Iterator
 from typing import Any, Final
 
-from ..protocol._events import (
+from ..protocol import (
+    BinlogPosition,
     Event,
     GtidEvent,
+    GtidSet,
     MariadbGtidEvent,
     QueryEvent,
     RotateEvent,
@@ -28,8 +30,6 @@ from ..protocol._events import (
     XaPrepareEvent,
     XidEvent,
 )
-from ..protocol._gtid import GtidSet
-from ..protocol._position import BinlogPosition
 
 _NOT_FORWARDED = 0
 _FORWARDED = 1

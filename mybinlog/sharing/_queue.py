@@ -41,9 +41,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
-from ..protocol._events import RowsEvent
-from ..protocol._gtid import GtidSet
-from ..protocol._position import BinlogPosition
+from ..protocol import BinlogPosition, GtidSet, RowsEvent
 from ._items import (
     _ERROR,
     _FORWARDED,

@@ -7,9 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from ..protocol._events import Event, TransactionPayloadEvent
-from ..protocol._gtid import GtidSet
-from ..protocol._position import BinlogPosition, PositionTracker
+from ..protocol import BinlogPosition, Event, GtidSet, PositionTracker, TransactionPayloadEvent
 
 __all__ = ["EventSource", "SourceFactory", "SourcePositions"]
 

@@ -16,7 +16,7 @@ See docs/snapshot.md. Importing this package does not import PySpark, chdb or ai
 
 from __future__ import annotations
 
-from ._chunks import Chunk, TablePlan
+from ._chunks import Chunk, TablePlan, parse_key_range
 from ._job import (
     SnapshotOptions,
     SnapshotProgress,
@@ -31,6 +31,7 @@ __all__ = [
     "SnapshotProgress",
     "SnapshotResult",
     "TablePlan",
+    "parse_key_range",
     "run_snapshot",
     "spark_session",
 ]

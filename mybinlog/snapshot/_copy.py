@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..clickhouse import snapshot_version
-from ..protocol._position import BinlogPosition
+from ..protocol import BinlogPosition
 from ..source import DSN, select_where
 from ._chunks import Chunk, chunk_predicate
 from ._source import Watermark, connect_source, open_chunk_snapshot, stream_query

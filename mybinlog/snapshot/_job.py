@@ -39,7 +39,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from .._text import duration
 from ..errors import ConfigurationError, MybinlogError, SnapshotError
-from ..protocol._position import BinlogPosition
+from ..protocol import BinlogPosition
 from ..source import DSN, quote_mysql_ident
 from ._chunks import Chunk, TablePlan, balance
 from ._copy import ChunkResult, CopyJob, CopyTable, copy_partition, meta_columns, parse_spool_name
@@ -569,7 +569,7 @@ class _Run:
             return
         from ..clickhouse import target_identity
         from ..errors import ReplicaLockedError
-        from ..source._lease import ReplicaLease, lease_name
+        from ..source import ReplicaLease, lease_name
 
         lease = ReplicaLease(
             self.dsn,
@@ -585,7 +585,7 @@ class _Run:
     async def _run(self) -> SnapshotResult:
         from ..clickhouse import Checkpoint, load_checkpoint, save_checkpoint
         from ..ddl import parse_create_table
-        from ..replication._xa import prepared_at
+        from ..source import prepared_at
 
         o = self.o
         started = time.monotonic()

@@ -32,7 +32,7 @@ import time
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ConfigurationError, MybinlogError, SnapshotError
-from ..source._sql import quote_mysql_ident
+from ..source import quote_mysql_ident
 from ._chunks import Chunk, balance
 from ._copy import ChunkResult, CopyJob, CopyTable
 from ._job import SnapshotResult, _new_snapshot_id, _partition_task, _Run, _spark_error
@@ -75,11 +75,10 @@ class KafkaRun(_Run):
             await self.sink.aclose()
 
     async def _run_kafka(self) -> SnapshotResult:
-        from ..clickhouse import Checkpoint
         from ..ddl import parse_create_table
         from ..errors import ReplicaLockedError
-        from ..replication._xa import prepared_at
-        from ..source._lease import ReplicaLease, lease_name
+        from ..replication import Checkpoint
+        from ..source import ReplicaLease, lease_name, prepared_at
 
         o = self.o
         if o.resume is not None:

@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..clickhouse import binlog_file_number
 from ..errors import PreconditionError, SourceConnectionError, SourceError
-from ..protocol._gtid import parse_gtid_set
-from ..protocol._position import BinlogPosition
+from ..protocol import BinlogPosition, parse_gtid_set
 
 if TYPE_CHECKING:
     from ..source import DSN, SourceConnection

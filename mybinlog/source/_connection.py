@@ -46,7 +46,7 @@ from ..errors import (
     SourceConnectionError,
     SourceError,
 )
-from ..protocol._packets import (
+from ..protocol import (
     EofPacket,
     ErrorPacket,
     PacketFramer,
@@ -933,7 +933,7 @@ class BinlogConnection:
         return wire
 
     def _prepare_mysql_gtid(self, gtid_set: object, flags: int) -> bytes:
-        from ..protocol._gtid import MySQLGtidSet
+        from ..protocol import MySQLGtidSet
 
         if not self.info.gtid_mode:
             raise PreconditionError(

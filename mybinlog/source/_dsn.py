@@ -27,7 +27,7 @@ from ..errors import ConfigurationError
 if TYPE_CHECKING:
     import ssl as _ssl
 
-__all__ = ["DSN", "SslMode"]
+__all__ = ["DSN", "DSNKey", "SslMode", "server_list"]
 
 DSNKey = tuple[str, str, str, int, tuple[tuple[str, int], ...]]
 
@@ -326,6 +326,11 @@ class DSN:
 
 def _show_host(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def server_list(text: str) -> list[tuple[str, int]]:
+    """``db2:3306`` or ``db2,db3:3307`` or ``[::1]:3307`` -> [(host, port), ...] (port 3306 when left out)."""
+    return [_host_port(item) for item in _split_hosts(text.strip())]
 
 
 def _split_hosts(hostport: str) -> list[str]:

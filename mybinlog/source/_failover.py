@@ -26,10 +26,18 @@ import logging
 from collections.abc import AsyncIterator, Callable
 
 from ..errors import PreconditionError, SourceHistoryError, SourceLaggingError
-from ..protocol._decoder import EventDecoder
-from ..protocol._events import Event, GtidEvent, MariadbGtidEvent
-from ..protocol._gtid import MariaDBGtid, MariaDBGtidSet, MySQLGtid, MySQLGtidSet, parse_gtid_set
-from ..protocol._position import BinlogPosition
+from ..protocol import (
+    BinlogPosition,
+    Event,
+    EventDecoder,
+    GtidEvent,
+    MariaDBGtid,
+    MariadbGtidEvent,
+    MariaDBGtidSet,
+    MySQLGtid,
+    MySQLGtidSet,
+    parse_gtid_set,
+)
 from ._connection import BinlogConnection
 
 __all__ = ["check_other_server"]

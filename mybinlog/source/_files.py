@@ -15,10 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..errors import DecodeError, NotABinlogError, TruncatedError
-from ..protocol._accel import speedups
-from ..protocol._constants import BINLOG_MAGIC, HEADER_LEN
-from ..protocol._decoder import EventDecoder
-from ..protocol._events import Event, RotateEvent, TransactionPayloadEvent
+from ..protocol import BINLOG_MAGIC, HEADER_LEN, Event, EventDecoder, RotateEvent, TransactionPayloadEvent, speedups
 
 __all__ = ["iter_binlog_events", "read_binlog_file"]
 

@@ -7,9 +7,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any, Protocol
 
 from ..errors import AuthenticationError, SourceError
-from ..protocol._gtid import parse_gtid_set
-from ..protocol._position import BinlogPosition
-from ..protocol._transaction import Xid
+from ..protocol import BinlogPosition, Xid, parse_gtid_set
 from ._connection import BinlogConnection
 from ._dsn import DSN
 from ._sql import quote_mysql_ident, select_column

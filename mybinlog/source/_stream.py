@@ -23,21 +23,27 @@ from ..errors import (
     SourceHistoryError,
     TransactionInterruptedError,
 )
-from ..protocol._accel import speedups
-from ..protocol._decoder import EventDecoder
-from ..protocol._events import (
+from ..protocol import (
+    PASSIVE_TYPES,
     BinlogCheckpointEvent,
+    BinlogPosition,
     Event,
+    EventDecoder,
     FormatDescriptionEvent,
+    GtidSet,
     HeartbeatEvent,
     MariadbGtidListEvent,
+    MariaDBGtidSet,
+    MySQLGtidSet,
+    PositionTracker,
     PreviousGtidsEvent,
     RotateEvent,
+    Transaction,
+    TransactionCollector,
     TransactionPayloadEvent,
+    parse_gtid_set,
+    speedups,
 )
-from ..protocol._gtid import GtidSet, MariaDBGtidSet, MySQLGtidSet, parse_gtid_set
-from ..protocol._position import PASSIVE_TYPES, BinlogPosition, PositionTracker
-from ..protocol._transaction import Transaction, TransactionCollector
 from ._connection import BinlogConnection, ServerInfo, prefer_server
 from ._dsn import DSN
 from ._failover import check_other_server

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 
 from ..errors import TruncatedError
-from ..protocol._packets import DEFAULT_BATCH_BYTES, PacketFramer, StopPacket
+from ..protocol import DEFAULT_BATCH_BYTES, PacketFramer, StopPacket
 
 __all__ = ["ConnectionLost", "WireProtocol"]
 

@@ -15,6 +15,7 @@ reports, :data:`~mybinlog.replication.ReplicaState`), :mod:`mybinlog.sharing` (t
 import it). The replication layer never imports it: a replicator is shown by passing it to the status server.
 """
 
+from ._address import parse_status_address
 from ._document import STATUS_COLUMNS, STATUS_FORMAT, StatusSource, status_document
 from ._health import DEFAULT_READY_MAX_LAG_SECONDS, ReplicaSource
 from ._metrics import METRICS, REPLICA_STATES, MetricsCollector, MetricSpec
@@ -32,6 +33,7 @@ __all__ = [
     "ReplicaSource",
     "StatusServer",
     "StatusSource",
+    "parse_status_address",
     "read_status",
     "serve_status",
     "status_document",

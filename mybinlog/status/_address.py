@@ -6,10 +6,10 @@ import urllib.parse
 
 from ..errors import ConfigurationError
 
-__all__ = ["_status_address"]
+__all__ = ["parse_status_address"]
 
 
-def _status_address(address: str) -> tuple[str, str, int]:
+def parse_status_address(address: str) -> tuple[str, str, int]:
     """(kind, path or host, port): ``unix:PATH``, ``http://HOST:PORT``, ``file:PATH``, or a bare path (a
     ``.json`` path is a file, anything else a unix socket)."""
     text = address.strip()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import StatusReadError
-from ._address import _status_address
+from ._address import parse_status_address
 from ._document import STATUS_FORMAT
 
 __all__ = ["read_status"]
@@ -71,7 +71,7 @@ async def read_status(address: str, *, timeout_s: float = 5.0) -> dict[str, Any]
     Raises :class:`StatusReadError` when nothing serves it there, the answer is cut short (fewer bytes than its
     Content-Length) or is not a mybinlog status, and :class:`~mybinlog.ConfigurationError` for a malformed address.
     """
-    kind, target, port = _status_address(address)
+    kind, target, port = parse_status_address(address)
     where = address.strip()
     try:
         if kind == "file":

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from ..errors import ConfigurationError
 from ..sharing import BinlogClient, BinlogClientFactory, get_binlog_client_factory
-from ._address import _status_address
+from ._address import parse_status_address
 from ._document import StatusSource, status_document
 from ._health import DEFAULT_READY_MAX_LAG_SECONDS, ReplicaSource, readiness, replica_snapshots, replica_state
 from ._metrics import MetricsCollector, render_metrics
@@ -55,7 +55,7 @@ class StatusServer:
         ready_max_lag_seconds: float = DEFAULT_READY_MAX_LAG_SECONDS,
         history_seconds: int = 600,
     ) -> None:
-        self.kind, self._target, self._port = _status_address(address)
+        self.kind, self._target, self._port = parse_status_address(address)
         if interval_ms <= 0:
             raise ConfigurationError("interval_ms must be > 0")
         if history_seconds < 0 or ready_max_lag_seconds < 0:

@@ -40,15 +40,28 @@ ALLOWED: dict[str, set[str]] = {
     "_failpoints": set(),
     "_lazy": set(),  # the packages' names imported on first use (PEP 562), importing nothing itself
     "_text": set(),  # small text forms (durations) shared by several layers
-    "protocol": {"errors"},
+    "protocol": {"errors", "_lazy"},
+    # a replica's checkpoint, every sink's record (its JSON form, leader epochs): below clickhouse/ and replication/
+    "_checkpoint": {"protocol", "errors"},
     "source": {"protocol", "errors", "_lazy"},
     "sharing": {"source", "protocol", "errors"},
     "ddl": {"source", "errors"},  # the MySQL DDL model; MySQL identifier quoting from source/_sql.py
-    "clickhouse": {"ddl", "source", "protocol", "errors", "_lazy"},  # source: its SQL text helpers only
+    "clickhouse": {"_checkpoint", "ddl", "source", "protocol", "errors", "_lazy"},  # source: its SQL text helpers only
     # Debezium messages, the transactional producer, and the sink on the replication layer (docs/kafka.md)
-    "kafka": {"replication", "clickhouse", "ddl", "protocol", "errors", "_failpoints"},
+    "kafka": {"replication", "clickhouse", "_checkpoint", "ddl", "protocol", "errors", "_failpoints"},
     "verification": {"clickhouse", "ddl", "source", "protocol", "errors"},
-    "replication": {"clickhouse", "ddl", "sharing", "source", "protocol", "errors", "_failpoints", "_lazy", "_text"},
+    "replication": {
+        "clickhouse",
+        "_checkpoint",
+        "ddl",
+        "sharing",
+        "source",
+        "protocol",
+        "errors",
+        "_failpoints",
+        "_lazy",
+        "_text",
+    },
     # an observer above the replicators: imports their states (mybinlog.replication.ReplicaState), never the reverse
     "status": {"replication", "sharing", "source", "protocol", "errors"},
     "snapshot": {"replication", "clickhouse", "kafka", "ddl", "sharing", "source", "protocol", "errors", "_text"},
@@ -140,7 +153,7 @@ def _imports(path: Path) -> list[tuple[str, str]]:
             base = _resolve("." * node.level + (node.module or ""), package)
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
-                add(sub if sub in modules else base, kind)
+                add(sub if sub in modules or sub in _extensions() else base, kind)
         elif isinstance(node, ast.Call):
             func = node.func
             fname = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
@@ -166,12 +179,27 @@ def _modules() -> dict[str, Path]:
     return {_module_name(p): p for p in ROOT.rglob("*.py")}
 
 
+@functools.cache
+def _extensions() -> frozenset[str]:
+    """The compiled modules (``mybinlog.protocol._speedups``...), from their C sources (built or not): leaves of the
+    import graph, not their package (``from . import _speedups`` imports the extension, not ``protocol/__init__``)."""
+    names = set()
+    for path in ROOT.rglob("*.c"):
+        for line in path.read_text().splitlines():
+            if "PyInit_" in line and "(" in line:
+                init = line.split("PyInit_", 1)[1].split("(", 1)[0]
+                names.add(_module_name(path.parent / "__init__.py") + "." + init)
+    return frozenset(names)
+
+
 def _edges() -> dict[tuple[str, str], set[str]]:
     """(importing module, imported module of mybinlog) -> the kinds of import between them."""
     modules = _modules()
     edges: dict[tuple[str, str], set[str]] = defaultdict(set)
     for module, path in modules.items():
         for name, kind in _imports(path):
+            if name in _extensions():
+                continue
             while name not in modules and "." in name:  # `import pkg.mod.Name`-like names -> the module
                 name = name.rsplit(".", 1)[0]
             if name in modules and name != module and (name == "mybinlog" or name.startswith("mybinlog.")):
@@ -196,6 +224,42 @@ def test_the_layers_are_an_order() -> None:
     """No package reaches itself through ``ALLOWED``: every arrow between two packages points one way."""
     cycles = _cycles({layer: set(allowed) for layer, allowed in ALLOWED.items()})
     assert not cycles, f"packages that may import each other: {cycles}"
+
+
+# Every package is used from outside through the names its ``__init__`` exports (``from ..protocol import
+# RowsEvent``, never ``from ..protocol._events import RowsEvent``). The imports of another package's private module
+# left, each with why; an entry that no longer exists fails.
+KNOWN_PRIVATE_IMPORTS: dict[tuple[str, str], str] = {
+    ("mybinlog.snapshot.job", "mybinlog.cli._snapshot"): "the spark-submit script is the snapshot command's own "
+    "entry point; exporting it from mybinlog.cli would import the snapshot command at every `mybinlog dump`",
+}
+
+
+def _private_package(name: str) -> str | None:
+    """The package whose private module ``name`` is (``mybinlog.x._y...`` -> ``x``), else None."""
+    parts = name.split(".")
+    if len(parts) > 2 and any(p.startswith("_") and not p.startswith("__") for p in parts[2:]):
+        return parts[1]
+    return None
+
+
+def test_no_package_imports_another_packages_private_module() -> None:
+    """A package is used from outside through its public names (its ``__init__``, one lazy-import table), never
+    ``from ..clickhouse._checkpoint import ...``: what a package's modules are and where a name lives inside it
+    stay its own business. Every kind of import counts, as in the layer rules."""
+    edges = _edges()
+    for arrow, why in KNOWN_PRIVATE_IMPORTS.items():
+        assert arrow in edges, f"{arrow} ({why}) no longer exists: remove it from KNOWN_PRIVATE_IMPORTS"
+    problems = []
+    for (module, name), kinds in sorted(edges.items()):
+        owner = _private_package(name)
+        if owner is None or owner == _layer(module) or (module, name) in KNOWN_PRIVATE_IMPORTS:
+            continue
+        problems.append(
+            f"{module} imports {name} ({', '.join(sorted(kinds))}): import its names from mybinlog.{owner} "
+            f"(export them in mybinlog/{owner}/__init__.py)"
+        )
+    assert not problems, "imports of another package's private module:\n" + "\n".join(problems)
 
 
 def test_no_import_circles() -> None:

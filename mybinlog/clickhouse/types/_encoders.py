@@ -13,7 +13,7 @@ from types import CodeType
 from typing import TYPE_CHECKING, Any
 
 from ...errors import TypeMappingError
-from ...protocol._accel import speedups
+from ...protocol import speedups
 from .._tsv import tsv_escape as _escape
 from ._mapping import _Spec, _spec
 from ._values import (
@@ -357,7 +357,7 @@ _JSON_SPACE = " \t\n\r"  # JSON's whitespace (MariaDB keeps a document's text as
 
 
 def _json_encoder(spec: _Spec, parsed_json: bool) -> Encoder:
-    from ...protocol._jsonb import render_json_mysql_text
+    from ...protocol import render_json_mysql_text
 
     esc = _escape
     # A JSON null document: MySQL's binlog decodes it to None, as SQL NULL, so every path stores it as NULL when the

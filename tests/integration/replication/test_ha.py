@@ -36,7 +36,7 @@ from typing import Any
 
 import pytest
 
-from mybinlog.clickhouse._checkpoint import seq_epoch
+from mybinlog._checkpoint import seq_epoch
 from tests.compare import assert_replica_equal
 from tests.faults import STREAMING, TxnWriter, create_tables, source_dsn, target_for
 from tests.live import Member

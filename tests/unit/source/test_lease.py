@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from mybinlog import BinlogPosition, MariaDBGtidSet
+from mybinlog._checkpoint import make_seq, next_seq, seq_epoch
 from mybinlog.clickhouse import Checkpoint, load_checkpoint, save_checkpoint
-from mybinlog.clickhouse._checkpoint import make_seq, next_seq, seq_epoch
 from mybinlog.errors import ConfigurationError, ReplicaLockedError, ReplicationError
 from mybinlog.replication import ReplicationSettings, Replicator
 from mybinlog.source import _lease
