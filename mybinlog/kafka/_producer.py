@@ -411,12 +411,24 @@ class KafkaProducer:
                 await self._run("producing", producer.poll, 0.05)
 
     async def _produce_all(self, messages: Iterable[tuple[str, Message]] | AsyncIterable[tuple[str, Message]]) -> None:
+        """Produce ``messages`` in order. One plain loop: ``produce()`` is called inline and the loop awaits only
+        when librdkafka's queue is full (``BufferError``: :meth:`_produce` polls and retries), not once a message
+        (a coroutine per message cost about 0.4 us of the 10 us a row may take)."""
+        produce = self._producer.produce
         if isinstance(messages, AsyncIterable):
             async for topic, message in messages:
-                await self._produce(topic, message)
+                key, value, headers = message
+                try:
+                    produce(topic, value, key, headers=list(headers) if headers else None)
+                except BufferError:
+                    await self._produce(topic, message)
         else:
             for topic, message in messages:
-                await self._produce(topic, message)
+                key, value, headers = message
+                try:
+                    produce(topic, value, key, headers=list(headers) if headers else None)
+                except BufferError:
+                    await self._produce(topic, message)
 
     async def commit(
         self,
@@ -555,8 +567,7 @@ class KafkaProducer:
         a crash before that commit leaves none of them visible. At-least-once: produced and acknowledged at once.
         Errors as :meth:`commit` (the transaction is then aborted)."""
         if not self._transactional:
-            for topic, message in messages:
-                await self._produce(topic, message)
+            await self._produce_all(messages)
             await self._flush("producing the batch")
             return
         if not self._open:
@@ -564,8 +575,7 @@ class KafkaProducer:
             self._open = True
             self._opened_at = time.monotonic()
         try:
-            for topic, message in messages:
-                await self._produce(topic, message)
+            await self._produce_all(messages)
             if self._errors:  # a delivery already failed (reported by a poll): the transaction cannot commit
                 error, self._errors = self._errors[0], []
                 raise _translate(self._kafka.KafkaException(error), "producing", self.settings.replica)

@@ -17,7 +17,7 @@ import pytest
 
 from mybinlog.ddl import parse_create_table
 from mybinlog.errors import ReplicaLockedError
-from mybinlog.kafka import KafkaProducer, KafkaSettings, SourceInfo, TableEncoder, topic_name
+from mybinlog.kafka import KafkaProducer, KafkaSettings, Message, SourceInfo, TableEncoder, topic_name
 from mybinlog.testing import MariaDBServer
 from tests.kafka_check import compare_with_mysql, read_partition, read_topic, rebuild
 
@@ -101,3 +101,26 @@ async def test_at_least_once_mode(kafka_server: Any) -> None:
     assert rebuild(read_topic(kafka_server.bootstrap, topic)) == {'{"id": 1}': {"id": 1, "name": "b", "amount": None}}
     records = read_partition(kafka_server.bootstrap, topic)
     assert all(r.visible and not r.transactional for r in records)
+
+
+async def test_full_queue_keeps_every_message_in_order(kafka_server: Any) -> None:
+    """librdkafka's queue holds 5 messages here: the batch loop meets BufferError again and again, waits for the
+    queue and goes on, in order, for a plain batch (send) and an async iterable (commit, the Spark snapshot's way)."""
+    topic = topic_name("shop", "db", "items_full")
+    messages = [(topic, Message(str(i).encode(), f'{{"n": {i}}}'.encode())) for i in range(400)]
+
+    async def streamed() -> Any:
+        for item in messages[200:]:
+            yield item
+
+    settings = _settings(kafka_server.bootstrap, "items_full", config={"queue.buffering.max.messages": 5})
+    async with KafkaProducer(settings) as producer:
+        assert producer.mode == "exactly-once"
+        await producer.ensure_topics([topic])
+        await producer.send(messages[:200])
+        await producer.commit(streamed(), _position(10))
+    async with KafkaProducer(_settings(kafka_server.bootstrap, "items_full")) as again:
+        assert again.position == _position(10)
+    records = [r for r in read_partition(kafka_server.bootstrap, topic) if r.value is not None]
+    assert [r.key for r in records] == [m.key for _, m in messages]
+    assert all(r.visible for r in records)
