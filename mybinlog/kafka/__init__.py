@@ -6,7 +6,8 @@
 
 Layer rules: the envelope and the producer import ``protocol`` (values, JSON rendering) and ``errors`` (the table
 model is duck-typed: :class:`mybinlog.ddl.TableDef` fits); the sink imports ``replication``, ``_checkpoint`` (the
-checkpoint's JSON form) and ``ddl`` too, never ``clickhouse``; confluent-kafka is imported by ``_producer`` only (the ``kafka`` extra).
+checkpoint's JSON form) and ``ddl`` too, never ``clickhouse``; confluent-kafka is imported by ``_producer`` only
+(the ``kafka`` extra).
 """
 
 from ._envelope import (
