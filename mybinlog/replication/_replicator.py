@@ -344,16 +344,18 @@ class Replicator:
         """Load the checkpoint (making the initial load when there is none or it did not finish) and stream."""
         cp = await self.sink.read_checkpoint()
         await self._claim(cp)
+        built: dict[str, Any] = {}  # the tables the load made (not parsed again below)
         if cp is None or cp.loading is not None:
             self.leader.loading = True
             try:
                 cp = await self.initial_load.run(cp)
+                built, self.initial_load.built = self.initial_load.built, {}
             except SourceConnectionError as exc:
                 raise _LoadInterrupted(str(exc)) from exc  # starts over within source_retry_seconds (_run)
             finally:
                 self.leader.loading = False
         self._checkpoint = cp
-        self.schema.load(cp)
+        self.schema.load(cp, built)
         self._xa.load(cp.xa)
         await self.sink.resume(cp, self.leader)
         if self._stop.is_set():

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import _failpoints
@@ -66,13 +66,17 @@ class SchemaTracker:
         self.checkpoint: Checkpoint | None = None
         self.dirty = False
 
-    def load(self, cp: Checkpoint) -> None:
-        """Start from the schemas a checkpoint recorded."""
+    def load(self, cp: Checkpoint, built: Mapping[str, SinkTable] | None = None) -> None:
+        """Start from the schemas a checkpoint recorded. ``built``: tables already made from the same texts (an
+        initial load just made them), used instead of parsing again."""
         self.checkpoint = cp
         self.tables.clear()
         for name, text in cp.tables.items():
             if name not in cp.stopped:
-                self.tables[name] = self.sink.table(_ddl.parse_create_table(text, self.database))
+                table = built.get(name) if built else None
+                self.tables[name] = (
+                    table if table is not None else self.sink.table(_ddl.parse_create_table(text, self.database))
+                )
         self.status.stopped_tables = dict(cp.stopped)
         self.dirty = False
 
