@@ -200,6 +200,17 @@ class SnapshotResult:
         }
 
 
+def run_chunks(
+    sc: Any, group_id: str, description: str, groups: list[list[Chunk]], job: CopyJob
+) -> list[dict[str, Any]]:
+    """In a thread of the driver: one Spark job of the chunk ``groups`` (a partition each, :func:`_partition_task`
+    on the executors) under the job group ``group_id`` (what a cancelled run cancels); the chunks' results."""
+    sc.setJobGroup(group_id, description, interruptOnCancel=True)
+    rdd = sc.parallelize(groups, len(groups))
+    results: list[dict[str, Any]] = rdd.mapPartitions(functools.partial(_partition_task, job)).collect()
+    return results
+
+
 def _partition_task(job: CopyJob, groups: Iterable[list[Chunk]]) -> Iterator[dict[str, Any]]:
     chunks = itertools.chain.from_iterable(groups)
     if job.sink == "kafka":  # the other chunk writer: Debezium messages, a Kafka transaction per chunk
@@ -937,15 +948,11 @@ class _Run:
         group_id = f"mybinlog-snapshot-{store.snapshot_id}"
         sc = _context(spark)
 
-        def run_job() -> list[dict[str, Any]]:
-            sc.setJobGroup(group_id, f"mybinlog snapshot {store.snapshot_id}", interruptOnCancel=True)
-            rdd = sc.parallelize(groups, len(groups))
-            results: list[dict[str, Any]] = rdd.mapPartitions(functools.partial(_partition_task, job)).collect()
-            return results
-
         total = sum(c.estimated_rows for c in all_chunks)
         chunk_count = len(all_chunks)
-        worker = asyncio.ensure_future(asyncio.to_thread(run_job))
+        worker = asyncio.ensure_future(
+            asyncio.to_thread(run_chunks, sc, group_id, f"mybinlog snapshot {store.snapshot_id}", groups, job)
+        )
         last_report = 0.0
         try:
             while True:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import logging
 import time
 from typing import TYPE_CHECKING, Any, cast
@@ -35,7 +34,7 @@ from ..errors import ConfigurationError, MybinlogError, SnapshotError
 from ..source import quote_mysql_ident
 from ._chunks import Chunk, balance
 from ._copy import ChunkResult, CopyJob, CopyTable
-from ._job import SnapshotResult, _new_snapshot_id, _partition_task, _Run, _spark_error
+from ._job import SnapshotResult, _new_snapshot_id, _Run, _spark_error, run_chunks
 from ._kafka_copy import committed_chunks
 from ._plan import key_range_filter
 from ._source import Watermark, connect_source, gtid_set_at, read_position
@@ -234,13 +233,8 @@ class KafkaRun(_Run):
         group_id = f"mybinlog-snapshot-{snapshot_id}"
         sc = _context(spark)
 
-        def run_job() -> list[dict[str, Any]]:
-            sc.setJobGroup(group_id, f"mybinlog snapshot {snapshot_id} into Kafka", interruptOnCancel=True)
-            rdd = sc.parallelize(groups, len(groups))
-            results: list[dict[str, Any]] = rdd.mapPartitions(functools.partial(_partition_task, job)).collect()
-            return results
-
-        worker = asyncio.ensure_future(asyncio.to_thread(run_job))
+        description = f"mybinlog snapshot {snapshot_id} into Kafka"
+        worker = asyncio.ensure_future(asyncio.to_thread(run_chunks, sc, group_id, description, groups, job))
         try:
             results = await asyncio.shield(worker)
         except asyncio.CancelledError:
