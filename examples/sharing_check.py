@@ -282,6 +282,10 @@ async def run_check(
             if not await wait_for(one_dispatcher, 30):
                 problems.append("the consumers did not end on a single dispatcher within 30 s")
             status = client.status()
+            for r in received.values():  # a merge after a consumer's last event shows only here
+                d = r.binlog.dispatcher if r.binlog is not None else None
+                if d is not None and (not r.dispatchers or r.dispatchers[-1] != d.name):
+                    r.dispatchers.append(d.name)
             for task in tasks:
                 task.cancel()
 
