@@ -66,14 +66,11 @@ class KafkaRun(_Run):
 
     async def run(self) -> SnapshotResult:
         try:
-            return await self._run_kafka()
+            return await super().run()  # runs _run below, then releases the replica lock
         finally:
-            lease, self._lease = self._lease, None
-            if lease is not None:
-                await asyncio.shield(lease.release())
             await self.sink.aclose()
 
-    async def _run_kafka(self) -> SnapshotResult:
+    async def _run(self) -> SnapshotResult:
         from ..ddl import parse_create_table
         from ..errors import ReplicaLockedError
         from ..replication import Checkpoint
